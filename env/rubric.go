@@ -1,0 +1,184 @@
+package env
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Trajectory is a finished episode as the rubric scores it. The rollout builds it: the task, what
+// Reset returned, and per turn the assistant's text, what Step returned and the token counts.
+type Trajectory struct {
+	Task  Task
+	Start Start
+	Turns []Turn
+}
+
+// Turn is one (context, output) pair of a trajectory.
+type Turn struct {
+	// Assistant is the assistant's message as generated (decoded).
+	Assistant string
+	// Result is what Step returned for it.
+	Result StepResult
+	// ContextTokens is |c_t|: the tokens of the (condensed) context the turn was generated from.
+	ContextTokens int
+	// OutputTokens is |o_t|: the tokens the model generated.
+	OutputTokens int
+}
+
+// LastAssistant is the text of the last assistant turn ("" for an empty trajectory).
+func (t *Trajectory) LastAssistant() string {
+	if len(t.Turns) == 0 {
+		return ""
+	}
+	return t.Turns[len(t.Turns)-1].Assistant
+}
+
+// MaxContextTokens is max_t |c_t|, the longest context the trajectory used.
+func (t *Trajectory) MaxContextTokens() int {
+	m := 0
+	for _, tu := range t.Turns {
+		if tu.ContextTokens > m {
+			m = tu.ContextTokens
+		}
+	}
+	return m
+}
+
+// Final is the last turn's info (zero for an empty trajectory).
+func (t *Trajectory) Final() TurnInfo {
+	if len(t.Turns) == 0 {
+		return TurnInfo{}
+	}
+	return t.Turns[len(t.Turns)-1].Result.Info
+}
+
+// RewardFunc is a named, weighted trajectory-level reward.
+type RewardFunc struct {
+	Name   string
+	Weight float64
+	// Gate marks a pass/fail condition (format, correctness): under a context-length rule the
+	// reward is zero unless every gate returns at least 1.
+	Gate bool
+	Fn   func(t *Trajectory) float64
+}
+
+// TurnRewardFunc is a named, weighted turn-level reward, evaluated for each turn i.
+type TurnRewardFunc struct {
+	Name   string
+	Weight float64
+	Fn     func(t *Trajectory, i int) float64
+}
+
+// Context-length reward rules (notes: multi-turn GRPO with condensed contexts).
+const (
+	// ContextOff: reward = Σ weight·value over the trajectory functions.
+	ContextOff = "off"
+	// ContextInverse: reward = 1/max_t|c_t| if every gate passes, else 0 (the seed's definition).
+	ContextInverse = "inverse"
+	// ContextScaled: reward = budget/max_t|c_t| if every gate passes, else 0 (same ordering,
+	// values near 1 instead of near 1e-3).
+	ContextScaled = "scaled"
+)
+
+// Rubric combines reward functions into one trajectory reward and per-turn rewards.
+type Rubric struct {
+	Funcs []RewardFunc
+	Turn  []TurnRewardFunc
+	// Context is one of ContextOff ("" means off), ContextInverse, ContextScaled.
+	Context string
+	// Budget is the numerator of ContextScaled, in tokens (e.g. the context budget).
+	Budget int
+}
+
+// Score is a rubric's verdict on one trajectory.
+type Score struct {
+	// Reward is the trajectory reward (R_out in MT-GRPO).
+	Reward float64
+	// TurnRewards holds each turn's weighted turn reward, one per turn.
+	TurnRewards []float64
+	// TurnReward is R_turn for MT-GRPO: the sum of TurnRewards over the turns up to and including
+	// the first turn that called a tool (all turns when none did).
+	TurnReward float64
+	// Metrics has each function's value under its own name: "reward/<name>" (trajectory),
+	// "turn_reward/<name>" (mean over turns), plus "reward/total" and "context/max_tokens".
+	Metrics map[string]float64
+}
+
+// Score evaluates the rubric. It fails only on a bad configuration (unknown rule, a length rule
+// without token counts), never on the trajectory's content.
+func (r *Rubric) Score(t *Trajectory) (Score, error) {
+	s := Score{Metrics: map[string]float64{}}
+	sum, gates := 0.0, true
+	for _, f := range r.Funcs {
+		v := f.Fn(t)
+		s.Metrics["reward/"+f.Name] = v
+		sum += f.Weight * v
+		if f.Gate && v < 1 {
+			gates = false
+		}
+	}
+	maxCtx := t.MaxContextTokens()
+	s.Metrics["context/max_tokens"] = float64(maxCtx)
+	switch r.Context {
+	case "", ContextOff:
+		s.Reward = sum
+	case ContextInverse, ContextScaled:
+		if maxCtx <= 0 {
+			return Score{}, fmt.Errorf("env: context reward %q needs the turns' ContextTokens (all are 0)", r.Context)
+		}
+		num := 1.0
+		if r.Context == ContextScaled {
+			if r.Budget <= 0 {
+				return Score{}, fmt.Errorf("env: context reward %q needs Budget > 0", r.Context)
+			}
+			num = float64(r.Budget)
+		}
+		if gates {
+			s.Reward = num / float64(maxCtx)
+		}
+	default:
+		return Score{}, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", r.Context)
+	}
+	s.Metrics["reward/total"] = s.Reward
+	r.scoreTurns(t, &s)
+	return s, nil
+}
+
+func (r *Rubric) scoreTurns(t *Trajectory, s *Score) {
+	s.TurnRewards = make([]float64, len(t.Turns))
+	means := make(map[string]float64, len(r.Turn))
+	for i := range t.Turns {
+		for _, f := range r.Turn {
+			v := f.Fn(t, i)
+			means[f.Name] += v / float64(len(t.Turns))
+			s.TurnRewards[i] += f.Weight * v
+		}
+	}
+	for _, f := range r.Turn {
+		s.Metrics["turn_reward/"+f.Name] = means[f.Name]
+	}
+	last := len(t.Turns) - 1
+	for i, tu := range t.Turns {
+		if tu.Result.Info.ToolCalls > 0 {
+			last = i
+			break
+		}
+	}
+	for i := 0; i <= last; i++ {
+		s.TurnReward += s.TurnRewards[i]
+	}
+}
+
+// Names lists the rubric's function names (trajectory then turn), sorted within each group.
+func (r *Rubric) Names() []string {
+	var a, b []string
+	for _, f := range r.Funcs {
+		a = append(a, f.Name)
+	}
+	for _, f := range r.Turn {
+		b = append(b, f.Name)
+	}
+	sort.Strings(a)
+	sort.Strings(b)
+	return append(a, b...)
+}

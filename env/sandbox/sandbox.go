@@ -1,0 +1,243 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits bound one run. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	// Wall is the wall-clock limit; the whole process group is killed when it passes.
+	Wall time.Duration
+	// CPUSeconds is RLIMIT_CPU: the kernel kills the process (SIGXCPU, then SIGKILL) past it.
+	CPUSeconds int
+	// MemoryBytes is RLIMIT_AS: allocations past it fail (Python raises MemoryError).
+	MemoryBytes int64
+	// Processes is RLIMIT_NPROC: processes and threads of the sandbox's user. The kernel ignores
+	// it for root, so it only bites when the sandbox runs as an unprivileged user (see doc.go).
+	Processes int
+	// FileBytes is RLIMIT_FSIZE: the largest file the code may write.
+	FileBytes int64
+	// OutputBytes caps what is kept of stdout and of stderr each; the rest is dropped.
+	OutputBytes int
+}
+
+// DefaultLimits suit a tool call inside RL rollouts: short, small, quiet.
+var DefaultLimits = Limits{
+	Wall:        5 * time.Second,
+	CPUSeconds:  5,
+	MemoryBytes: 512 << 20,
+	Processes:   64,
+	FileBytes:   16 << 20,
+	OutputBytes: 8 << 10,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.Wall > 0 {
+		d.Wall = l.Wall
+	}
+	if l.CPUSeconds > 0 {
+		d.CPUSeconds = l.CPUSeconds
+	}
+	if l.MemoryBytes > 0 {
+		d.MemoryBytes = l.MemoryBytes
+	}
+	if l.Processes > 0 {
+		d.Processes = l.Processes
+	}
+	if l.FileBytes > 0 {
+		d.FileBytes = l.FileBytes
+	}
+	if l.OutputBytes > 0 {
+		d.OutputBytes = l.OutputBytes
+	}
+	return d
+}
+
+// Config configures a Sandbox.
+type Config struct {
+	// Python is the interpreter: a name on PATH or a path. Default "python3". Version shims
+	// (pyenv) are resolved to the real binary once, since the sandbox runs with an empty
+	// environment.
+	Python string
+	// Limits of each run.
+	Limits Limits
+	// TempDir is where each run's fresh directory is made. Default os.TempDir().
+	TempDir string
+	// ReadDirs are extra directories the code may read (never write).
+	ReadDirs []string
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Stdout, Stderr string
+	// ExitCode is the interpreter's status; -1 when it was killed by a signal.
+	ExitCode int
+	// Signal names the signal that killed it ("" if none).
+	Signal string
+	// TimedOut is true when the wall limit passed and the process group was killed.
+	TimedOut bool
+	// Truncated is true when output past Limits.OutputBytes was dropped.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// OK is true when the code ran to the end with status 0.
+func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && r.Signal == "" }
+
+// Sandbox runs Python code in fresh, limited child processes. It is safe for concurrent use.
+type Sandbox struct {
+	cfg    Config
+	python string
+	limits Limits
+	iso    Isolation
+}
+
+// New resolves the interpreter and probes which isolation this machine permits.
+func New(cfg Config) (*Sandbox, error) {
+	s := &Sandbox{cfg: cfg, limits: cfg.Limits.withDefaults()}
+	py, err := resolvePython(cfg.Python)
+	if err != nil {
+		return nil, err
+	}
+	s.python = py
+	if s.cfg.TempDir == "" {
+		s.cfg.TempDir = os.TempDir()
+	}
+	s.iso = probe(py)
+	return s, nil
+}
+
+// resolvePython finds the real interpreter binary behind name (following pyenv-style shims by
+// asking the interpreter for sys.executable).
+func resolvePython(name string) (string, error) {
+	if name == "" {
+		name = "python3"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: python interpreter %q not found: %w", name, err)
+	}
+	out, err := exec.Command(path, "-I", "-S", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %s does not run: %w", path, err)
+	}
+	real := strings.TrimSpace(string(out))
+	if real == "" {
+		return path, nil
+	}
+	return real, nil
+}
+
+// Python is the interpreter the sandbox runs.
+func (s *Sandbox) Python() string { return s.python }
+
+// Isolation reports the OS-level isolation in force.
+func (s *Sandbox) Isolation() Isolation { return s.iso }
+
+// Limits reports the limits in force.
+func (s *Sandbox) Limits() Limits { return s.limits }
+
+// Run executes code as a fresh program. The error is non-nil only when the sandbox itself failed
+// (no temp dir, the interpreter could not start); the code's own failures are in Result.
+func (s *Sandbox) Run(ctx context.Context, code string) (Result, error) {
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "mtgrpo-py-")
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(code), 0o644); err != nil {
+		return Result{}, fmt.Errorf("sandbox: write code: %w", err)
+	}
+	if err := s.iso.prepareDir(dir); err != nil {
+		return Result{}, err
+	}
+	return s.exec(ctx, dir)
+}
+
+func (s *Sandbox) exec(ctx context.Context, dir string) (Result, error) {
+	l := s.limits
+	ctx, cancel := context.WithTimeout(ctx, l.Wall)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.python, "-I", "-S", "-B", "-c", preamble(l, s.cfg.ReadDirs))
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}
+	cmd.Stdin = nil
+	stdout, stderr := &capped{max: l.OutputBytes}, &capped{max: l.OutputBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = s.iso.attr()
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = 500 * time.Millisecond
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("sandbox: start %s: %w", s.python, err)
+	}
+	werr := cmd.Wait()
+	_ = killGroup(cmd) // leftovers (daemonised grandchildren) die with the run
+	r := Result{
+		Stdout: stdout.String(), Stderr: stderr.String(),
+		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
+		Duration:  time.Since(start),
+		TimedOut:  ctx.Err() == context.DeadlineExceeded,
+	}
+	r.ExitCode, r.Signal = exitStatus(cmd, werr)
+	return r, nil
+}
+
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func exitStatus(cmd *exec.Cmd, err error) (int, string) {
+	if cmd.ProcessState == nil {
+		return -1, ""
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	return cmd.ProcessState.ExitCode(), ""
+}
+
+// capped keeps the first max bytes written to it and counts the rest. It never fails a write, so
+// the child is not killed by EPIPE mid-print.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		c.buf.Write(p)
+	} else {
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		c.dropped += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	if c.dropped == 0 {
+		return c.buf.String()
+	}
+	return fmt.Sprintf("%s\n... [%d bytes of output truncated]", c.buf.String(), c.dropped)
+}

@@ -1,0 +1,199 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run the real interpreter in real child processes. Limits are ~1 s so the file
+// runs in a few seconds.
+
+func newTest(t *testing.T, l Limits) *Sandbox {
+	t.Helper()
+	s, err := New(Config{Limits: l})
+	if err != nil {
+		t.Skipf("no python3 here: %v", err) // CI and dev machines have python3; see doc.go
+	}
+	t.Logf("python %s; isolation: %s", s.Python(), s.Isolation().Note)
+	return s
+}
+
+func run(t *testing.T, s *Sandbox, code string) Result {
+	t.Helper()
+	r, err := s.Run(context.Background(), code)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return r
+}
+
+var quick = Limits{Wall: 1500 * time.Millisecond, CPUSeconds: 1, MemoryBytes: 256 << 20, OutputBytes: 1000}
+
+func TestRunPrintsAndExits(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "import os\nprint(6*7)\nprint(sorted(os.environ))\nprint(os.getcwd() == os.environ['HOME'])")
+	if !r.OK() {
+		t.Fatalf("not OK: %+v", r)
+	}
+	// Empty environment except HOME, TMPDIR and LANG; HOME is the fresh working directory.
+	want := "42\n['HOME', 'LANG', 'TMPDIR']\nTrue\n"
+	if r.Stdout != want {
+		t.Fatalf("stdout %q, want %q", r.Stdout, want)
+	}
+}
+
+func TestTracebackIsAFailure(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "x = 1\ny = x / 0\n")
+	if r.OK() || r.ExitCode != 1 || !strings.Contains(r.Stderr, "ZeroDivisionError") || !strings.Contains(r.Stderr, `File "main.py", line 2`) {
+		t.Fatalf("want a traceback naming main.py line 2, got %+v", r)
+	}
+}
+
+func TestInfiniteLoopKilledAtWallTime(t *testing.T) {
+	s := newTest(t, Limits{Wall: 700 * time.Millisecond, CPUSeconds: 10})
+	start := time.Now()
+	r := run(t, s, "import time\nwhile True:\n    time.sleep(0.01)\n")
+	if !r.TimedOut || r.OK() {
+		t.Fatalf("want a timeout, got %+v", r)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v to kill", d)
+	}
+}
+
+func TestCPULimit(t *testing.T) {
+	// Busy loop: RLIMIT_CPU = 1 s kills it (SIGXCPU) well before the 4 s wall limit.
+	s := newTest(t, Limits{Wall: 4 * time.Second, CPUSeconds: 1})
+	r := run(t, s, "while True:\n    pass\n")
+	if r.TimedOut || r.Signal == "" {
+		t.Fatalf("want death by signal from RLIMIT_CPU, got %+v", r)
+	}
+}
+
+func TestMemoryBomb(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "x = bytearray(2 << 30)\nprint('allocated')\n")
+	if r.OK() || strings.Contains(r.Stdout, "allocated") || !strings.Contains(r.Stderr, "MemoryError") {
+		t.Fatalf("want MemoryError under RLIMIT_AS, got %+v", r)
+	}
+}
+
+func TestForkBombContained(t *testing.T) {
+	s := newTest(t, quick)
+	for _, code := range []string{
+		"import os\nwhile True:\n    os.fork()\n",
+		"import subprocess\nsubprocess.run(['sh', '-c', ':(){ :|:& };:'])\n",
+		"import os\nos.system('echo escaped')\n",
+	} {
+		r := run(t, s, code)
+		if r.OK() || strings.Contains(r.Stdout, "escaped") || !strings.Contains(r.Stderr, "PermissionError") {
+			t.Fatalf("%q: want PermissionError, got %+v", code, r)
+		}
+	}
+}
+
+func TestHugeOutputTruncated(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "print('x' * 10_000_000)\n")
+	if !r.Truncated || len(r.Stdout) > 1100 || !strings.Contains(r.Stdout, "bytes of output truncated") {
+		t.Fatalf("want ~1000 bytes kept, got %d bytes, truncated=%v", len(r.Stdout), r.Truncated)
+	}
+	r = run(t, s, "while True:\n    print('y' * 1000)\n") // endless output: killed, still truncated
+	if !r.Truncated || len(r.Stdout) > 1100 || r.OK() {
+		t.Fatalf("endless output: got %d bytes, %+v", len(r.Stdout), r.TimedOut)
+	}
+}
+
+func TestFilesOutsideDirRefused(t *testing.T) {
+	s := newTest(t, quick)
+	outside := t.TempDir() + "/leak.txt"
+	for _, code := range []string{
+		"print(open('/etc/passwd').read())",
+		"import os\nprint(os.listdir('/'))",
+		"open('../escape.txt', 'w').write('x')",
+		"open(" + pyQuote(outside) + ", 'w').write('x')",
+		"import os\nos.chdir('/')",
+		"import ctypes",
+	} {
+		r := run(t, s, code)
+		if r.OK() || !strings.Contains(r.Stderr, "PermissionError") || strings.Contains(r.Stdout, "root:") {
+			t.Fatalf("%q: want PermissionError, got %+v", code, r)
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("a file was written outside the sandbox")
+	}
+	// Inside its own directory the code may write and read back.
+	r := run(t, s, "open('a.txt', 'w').write('hi')\nimport os\nprint(open('a.txt').read(), sorted(os.listdir('.')))")
+	if !r.OK() || r.Stdout != "hi ['a.txt', 'main.py']\n" {
+		t.Fatalf("own dir: %+v", r)
+	}
+}
+
+func TestNoNetwork(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "import socket\ns = socket.create_connection(('1.1.1.1', 53), timeout=0.5)\nprint('connected')")
+	if r.OK() || strings.Contains(r.Stdout, "connected") {
+		t.Fatalf("network reachable: %+v", r)
+	}
+	if os.Geteuid() == 0 && !s.Isolation().NetNS {
+		t.Errorf("running as root but no network namespace: %s", s.Isolation().Note)
+	}
+}
+
+func TestLimitsCannotBeRaised(t *testing.T) {
+	s := newTest(t, quick)
+	r := run(t, s, "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))\n")
+	if r.OK() || !strings.Contains(r.Stderr, "PermissionError") {
+		t.Fatalf("setrlimit allowed: %+v", r)
+	}
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	s := newTest(t, quick)
+	errs := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			r, err := s.Run(context.Background(), "print(sum(range(1000)))")
+			if err != nil || r.Stdout != "499500\n" {
+				errs <- r.Stdout + r.Stderr
+				return
+			}
+			errs <- ""
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+}
+
+func pyQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// As root with a system interpreter that nobody may run, runs drop to uid 65534, where
+// RLIMIT_NPROC is enforced by the kernel.
+func TestDropsToNobodyWhenRoot(t *testing.T) {
+	const system = "/usr/bin/python3"
+	if os.Geteuid() != 0 {
+		t.Skip("only root can switch uid")
+	}
+	if _, err := os.Stat(system); err != nil {
+		t.Skip("no system python3")
+	}
+	s, err := New(Config{Python: system, Limits: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Isolation().Nobody || !s.Isolation().NetNS {
+		t.Fatalf("want netns + nobody, got %s", s.Isolation().Note)
+	}
+	r := run(t, s, "import os, resource\nprint(os.getuid(), resource.getrlimit(resource.RLIMIT_NPROC)[0])\nopen('f', 'w').write('ok')\nprint(open('f').read())")
+	if r.Stdout != "65534 64\nok\n" {
+		t.Fatalf("got %+v", r)
+	}
+}

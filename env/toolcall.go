@@ -1,0 +1,178 @@
+package env
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Tool-call markup of the model families we train.
+//
+// Qwen2.5 / Qwen3 (hermes style, as their chat templates describe it to the model): any number of
+//
+//	<tool_call>
+//	{"name": "python", "arguments": {"code": "print(1)"}}
+//	</tool_call>
+//
+// blocks anywhere in the message. Llama 3.1 / 3.2 (JSON tool calling): the whole message is one
+// JSON object {"name": ..., "parameters": {...}}, optionally after <|python_tag|>.
+const (
+	qwenOpen   = "<tool_call>"
+	qwenClose  = "</tool_call>"
+	pythonTag  = "<|python_tag|>"
+	maxCallErr = 200 // characters of a bad call quoted back to the model
+)
+
+// ParsedMessage is an assistant message split into prose and tool calls.
+type ParsedMessage struct {
+	// Content is the text with the tool-call markup removed (trimmed).
+	Content string
+	// Calls are the well-formed calls, in order. Their IDs are empty: the env assigns them.
+	Calls []ToolCall
+	// Errors describe malformed calls, one line each, written for the model to read.
+	Errors []string
+}
+
+// Attempts is the number of calls the model tried to make, well-formed or not.
+func (p ParsedMessage) Attempts() int { return len(p.Calls) + len(p.Errors) }
+
+// ParseToolCalls finds the tool calls in an assistant message in either format. It never fails:
+// malformed calls are reported in Errors.
+func ParseToolCalls(text string) ParsedMessage {
+	if strings.Contains(text, qwenOpen) || strings.Contains(text, qwenClose) {
+		return parseQwen(text)
+	}
+	if p, ok := parseLlama(text); ok {
+		return p
+	}
+	return ParsedMessage{Content: strings.TrimSpace(text)}
+}
+
+// parseQwen extracts every <tool_call>...</tool_call> block.
+func parseQwen(text string) ParsedMessage {
+	var p ParsedMessage
+	var prose strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, qwenOpen)
+		j := strings.Index(rest, qwenClose)
+		if i < 0 && j < 0 {
+			prose.WriteString(rest)
+			break
+		}
+		if i < 0 || (j >= 0 && j < i) {
+			// A closing tag with no opening one: report it and keep the text around it.
+			p.Errors = append(p.Errors, "tool call error: found </tool_call> without <tool_call>")
+			prose.WriteString(rest[:j])
+			rest = rest[j+len(qwenClose):]
+			continue
+		}
+		prose.WriteString(rest[:i])
+		body := rest[i+len(qwenOpen):]
+		end := strings.Index(body, qwenClose)
+		if end < 0 {
+			p.Errors = append(p.Errors, "tool call error: <tool_call> is not closed by </tool_call>: "+quote(body))
+			break
+		}
+		call, err := decodeCall(body[:end], "arguments")
+		if err != nil {
+			p.Errors = append(p.Errors, err.Error())
+		} else {
+			p.Calls = append(p.Calls, call)
+		}
+		rest = body[end+len(qwenClose):]
+	}
+	p.Content = strings.TrimSpace(prose.String())
+	return p
+}
+
+// parseLlama recognises a Llama 3 JSON call: the whole message is {"name": ..., "parameters": ...}
+// (optionally after <|python_tag|>). ok is false when the message is not a call attempt at all.
+func parseLlama(text string) (ParsedMessage, bool) {
+	s := strings.TrimSpace(text)
+	tagged := strings.HasPrefix(s, pythonTag)
+	if tagged {
+		s = strings.TrimSpace(strings.TrimPrefix(s, pythonTag))
+	}
+	if !tagged && !looksLikeJSONCall(s) {
+		return ParsedMessage{}, false
+	}
+	call, err := decodeCall(s, "parameters")
+	if err != nil {
+		return ParsedMessage{Errors: []string{err.Error()}}, true
+	}
+	return ParsedMessage{Calls: []ToolCall{call}}, true
+}
+
+// looksLikeJSONCall is true for a message that starts like a JSON object naming a function.
+func looksLikeJSONCall(s string) bool {
+	if !strings.HasPrefix(s, "{") {
+		return false
+	}
+	head := s
+	if len(head) > 40 {
+		head = head[:40]
+	}
+	return strings.Contains(head, `"name"`)
+}
+
+// decodeCall decodes {"name": ..., "<argsKey>": {...}}. Either "arguments" or "parameters" is
+// accepted whatever the format, and arguments given as a JSON string holding an object are
+// unwrapped (some models write them that way).
+func decodeCall(body, argsKey string) (ToolCall, error) {
+	body = strings.TrimSpace(body)
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		return ToolCall{}, fmt.Errorf("tool call error: not valid JSON (%v): %s", err, quote(body))
+	}
+	var name string
+	if err := json.Unmarshal(raw["name"], &name); err != nil || name == "" {
+		return ToolCall{}, fmt.Errorf("tool call error: missing \"name\" string: %s", quote(body))
+	}
+	args, ok := raw[argsKey]
+	if !ok {
+		if argsKey == "arguments" {
+			args, ok = raw["parameters"]
+		} else {
+			args, ok = raw["arguments"]
+		}
+	}
+	if !ok || len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	args, err := objectArgs(args)
+	if err != nil {
+		return ToolCall{}, fmt.Errorf("tool call error: %s: %v", name, err)
+	}
+	return ToolCall{Type: "function", Function: FunctionCall{Name: name, Arguments: args}}, nil
+}
+
+// objectArgs returns args as a compact JSON object, unwrapping a string that holds one.
+func objectArgs(args json.RawMessage) (json.RawMessage, error) {
+	args = bytes.TrimSpace(args)
+	if len(args) > 0 && args[0] == '"' {
+		var s string
+		if err := json.Unmarshal(args, &s); err != nil {
+			return nil, fmt.Errorf("arguments: %v", err)
+		}
+		args = bytes.TrimSpace([]byte(s))
+	}
+	if len(args) == 0 || args[0] != '{' {
+		return nil, fmt.Errorf("arguments must be a JSON object, got %s", quote(string(args)))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, args); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// quote shortens s for an error message shown to the model.
+func quote(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxCallErr {
+		s = s[:maxCallErr] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
