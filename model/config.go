@@ -54,7 +54,7 @@ type Config struct {
 	Dtype      string `json:"dtype,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
-	keys  map[string]bool // the keys of the file this was read from; nil for a config made in code
+	keys  map[string]bool            // the keys of the file this was read from; nil for a config made in code
 }
 
 // RopeParameters is the rope_scaling / rope_parameters object. Only "default" and "llama3" types are

