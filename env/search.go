@@ -1,0 +1,207 @@
+package env
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
+// 2009, eq. 3.15), with the non-negative idf Lucene uses:
+//
+//	score(q, d) = Σ_{t∈q} idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl))
+//	idf(t)      = ln(1 + (N − n_t + 0.5) / (n_t + 0.5))
+//
+// with k1 = 1.5 and b = 0.75 (rank_bm25's BM25Okapi defaults). Terms are lower-cased runs of
+// letters and digits; a query term counts once per occurrence in the query.
+const (
+	DefaultK1 = 1.5
+	DefaultB  = 0.75
+)
+
+// Document is one corpus entry, as a JSONL line {"id", "title", "text"}.
+type Document struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Text  string `json:"text"`
+}
+
+// Index is a BM25 index over documents. It is read-only after NewIndex and safe for concurrent
+// use.
+type Index struct {
+	K1, B  float64
+	docs   []Document
+	tf     []map[string]int
+	length []int
+	df     map[string]int
+	avgdl  float64
+}
+
+// Hit is one search result.
+type Hit struct {
+	Doc   Document
+	Score float64
+}
+
+// Terms splits text into BM25 terms.
+func Terms(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// NewIndex indexes the documents' titles and texts.
+func NewIndex(docs []Document) *Index {
+	ix := &Index{K1: DefaultK1, B: DefaultB, docs: docs, df: map[string]int{}}
+	total := 0
+	for _, d := range docs {
+		tf := map[string]int{}
+		terms := Terms(d.Title + " " + d.Text)
+		for _, t := range terms {
+			tf[t]++
+		}
+		for t := range tf {
+			ix.df[t]++
+		}
+		ix.tf = append(ix.tf, tf)
+		ix.length = append(ix.length, len(terms))
+		total += len(terms)
+	}
+	if len(docs) > 0 {
+		ix.avgdl = float64(total) / float64(len(docs))
+	}
+	return ix
+}
+
+// IDF is the inverse document frequency of a term.
+func (ix *Index) IDF(term string) float64 {
+	n, N := float64(ix.df[term]), float64(len(ix.docs))
+	return math.Log(1 + (N-n+0.5)/(n+0.5))
+}
+
+// Score is the BM25 score of document i for the query.
+func (ix *Index) Score(query string, i int) float64 {
+	s := 0.0
+	norm := ix.K1 * (1 - ix.B + ix.B*float64(ix.length[i])/ix.avgdl)
+	for _, t := range Terms(query) {
+		tf := float64(ix.tf[i][t])
+		if tf == 0 {
+			continue
+		}
+		s += ix.IDF(t) * tf * (ix.K1 + 1) / (tf + norm)
+	}
+	return s
+}
+
+// Search returns the k best documents with a positive score, best first (ties by corpus order).
+func (ix *Index) Search(query string, k int) []Hit {
+	var hits []Hit
+	for i := range ix.docs {
+		if s := ix.Score(query, i); s > 0 {
+			hits = append(hits, Hit{Doc: ix.docs[i], Score: s})
+		}
+	}
+	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits
+}
+
+// Len is the number of documents.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// ReadCorpus reads JSONL documents. A bad line is an error naming the file and line.
+func ReadCorpus(path string) ([]Document, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("corpus: %w", err)
+	}
+	defer f.Close()
+	return decodeCorpus(f, path)
+}
+
+func decodeCorpus(r io.Reader, name string) ([]Document, error) {
+	var docs []Document
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		b := strings.TrimSpace(sc.Text())
+		if b == "" {
+			continue
+		}
+		var d Document
+		if err := json.Unmarshal([]byte(b), &d); err != nil {
+			return nil, fmt.Errorf("corpus %s line %d: %v", name, line, err)
+		}
+		if d.Text == "" && d.Title == "" {
+			return nil, fmt.Errorf("corpus %s line %d: document %q has neither title nor text", name, line, d.ID)
+		}
+		docs = append(docs, d)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("corpus %s: %w", name, err)
+	}
+	return docs, nil
+}
+
+// SearchTool retrieves passages from a BM25 index.
+type SearchTool struct {
+	Index *Index
+	// K is the number of passages returned when the call does not say (default 3).
+	K int
+	// MaxChars truncates each passage's text (default 500).
+	MaxChars int
+}
+
+func (*SearchTool) Name() string { return "search" }
+func (*SearchTool) Description() string {
+	return "Search the knowledge base and return the most relevant passages."
+}
+func (*SearchTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}, "k": {"type": "integer", "description": "How many passages to return (1-10).", "minimum": 1, "maximum": 10}}, "required": ["query"]}`)
+}
+
+// Call searches {"query": "...", "k": n}.
+func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Query string `json:"query"`
+		K     int    `json:"k"`
+	}
+	if err := DecodeArgs(args, &a, "query"); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return "", fmt.Errorf("bad arguments: query is empty")
+	}
+	k := a.K
+	if k == 0 {
+		k = max(t.K, 0)
+		if k == 0 {
+			k = 3
+		}
+	}
+	if k < 1 || k > 10 {
+		return "", fmt.Errorf("bad arguments: k must be between 1 and 10, got %d", a.K)
+	}
+	hits := t.Index.Search(a.Query, k)
+	if len(hits) == 0 {
+		return "No results.", nil
+	}
+	limit := t.MaxChars
+	if limit <= 0 {
+		limit = 500
+	}
+	var b strings.Builder
+	for i, h := range hits {
+		fmt.Fprintf(&b, "[%d] %s\n%s\n", i+1, h.Doc.Title, clip(h.Doc.Text, limit))
+	}
+	return strings.TrimSpace(b.String()), nil
+}

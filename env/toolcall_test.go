@@ -1,0 +1,110 @@
+package env
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestParseQwenToolCalls(t *testing.T) {
+	text := "Let me compute.\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2+2\"}}\n</tool_call>\n<tool_call>{\"name\":\"search\",\"arguments\":\"{\\\"query\\\": \\\"x\\\"}\"}</tool_call>"
+	p := ParseToolCalls(text)
+	if p.Content != "Let me compute." || len(p.Calls) != 2 || len(p.Errors) != 0 {
+		t.Fatalf("got %+v", p)
+	}
+	if p.Calls[0].Function.Name != "calculator" || string(p.Calls[0].Function.Arguments) != `{"expression":"2+2"}` {
+		t.Errorf("call 0: %+v", p.Calls[0])
+	}
+	// Arguments written as a JSON string holding an object are unwrapped.
+	if p.Calls[1].Function.Name != "search" || string(p.Calls[1].Function.Arguments) != `{"query":"x"}` {
+		t.Errorf("call 1: %s %s", p.Calls[1].Function.Name, p.Calls[1].Function.Arguments)
+	}
+}
+
+func TestParseQwenMalformed(t *testing.T) {
+	cases := map[string]string{
+		"<tool_call>{not json}</tool_call>":                          "not valid JSON",
+		"<tool_call>{\"arguments\": {}}</tool_call>":                 `missing "name"`,
+		"<tool_call>{\"name\": \"f\", \"arguments\": 3}</tool_call>": "must be a JSON object",
+		"<tool_call>{\"name\": \"f\"":                                "not closed",
+		"text </tool_call>":                                          "without <tool_call>",
+	}
+	for in, want := range cases {
+		p := ParseToolCalls(in)
+		if len(p.Calls) != 0 || len(p.Errors) != 1 || !strings.Contains(p.Errors[0], want) {
+			t.Errorf("%q: want one error containing %q, got %+v", in, want, p)
+		}
+	}
+}
+
+func TestParseLlamaToolCall(t *testing.T) {
+	for _, in := range []string{
+		`{"name": "calculator", "parameters": {"expression": "3*4"}}`,
+		"<|python_tag|>{\"name\": \"calculator\", \"parameters\": {\"expression\": \"3*4\"}}",
+		` {"name": "calculator", "arguments": {"expression": "3*4"}} `,
+	} {
+		p := ParseToolCalls(in)
+		if len(p.Calls) != 1 || p.Calls[0].Function.Name != "calculator" || string(p.Calls[0].Function.Arguments) != `{"expression":"3*4"}` || p.Content != "" {
+			t.Errorf("%q: got %+v", in, p)
+		}
+	}
+	// Prose, or JSON that names no function, is not a call.
+	for _, in := range []string{"The answer is 12.", `{"answer": 12}`, ""} {
+		if p := ParseToolCalls(in); p.Attempts() != 0 {
+			t.Errorf("%q: parsed as a call: %+v", in, p)
+		}
+	}
+	if p := ParseToolCalls("<|python_tag|>print(1)"); len(p.Errors) != 1 {
+		t.Errorf("python_tag with non-JSON: %+v", p)
+	}
+}
+
+type panicky struct{}
+
+func (panicky) Name() string                { return "boom" }
+func (panicky) Description() string         { return "panics" }
+func (panicky) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (panicky) Call(context.Context, json.RawMessage) (string, error) {
+	panic("tool bug")
+}
+
+func TestToolsetRun(t *testing.T) {
+	ts, err := NewToolset(Calculator{}, panicky{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ParseToolCalls(`<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>
+<tool_call>{"name": "nope", "arguments": {}}</tool_call>
+<tool_call>{"name": "calculator", "arguments": {"expr": "1"}}</tool_call>
+<tool_call>{"name": "boom", "arguments": {}}</tool_call>
+<tool_call>broken</tool_call>`)
+	msgs, _, info := ts.Run(context.Background(), 0, p)
+	// 5 attempts: 1 success; unknown tool, bad argument, panic and bad JSON are errors.
+	if info.ToolCalls != 5 || info.ToolSuccesses != 1 || info.ToolErrors != 4 {
+		t.Fatalf("info %+v", info)
+	}
+	byContent := ""
+	for _, m := range msgs {
+		if m.Role != RoleTool {
+			t.Fatalf("role %q", m.Role)
+		}
+		byContent += m.Content + "\n"
+	}
+	for _, want := range []string{"42", `unknown tool "nope" (available: calculator, boom)`, "missing required argument \"expression\"", "tool boom failed: tool bug", "not valid JSON"} {
+		if !strings.Contains(byContent, want) {
+			t.Errorf("missing %q in\n%s", want, byContent)
+		}
+	}
+	if msgs[1].ToolCallID != "call_0_0" || msgs[1].Name != "calculator" {
+		t.Errorf("ids: %+v", msgs[1])
+	}
+	if _, err := NewToolset(Calculator{}, Calculator{}); err == nil {
+		t.Fatal("duplicate tool accepted")
+	}
+	spec, _ := json.Marshal(ts.Specs()[0])
+	want := `{"type":"function","function":{"name":"calculator","description":"Evaluate an arithmetic expression exactly. Supports + - * / ^, parentheses and decimals.","parameters":{"type":"object","properties":{"expression":{"type":"string","description":"The expression, e.g. 123 * (45 + 6)"}},"required":["expression"]}}}`
+	if string(spec) != want {
+		t.Fatalf("spec\n%s\nwant\n%s", spec, want)
+	}
+}
