@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the C++ shim over libtorch: every torch/csrc/*.cpp -> build/obj/*.o -> build/libmtgrpo_torch.so.
+#
+# Which libtorch is used is decided by scripts/libtorch.sh (LIBTORCH, MTGRPO_TORCH). Objects are kept
+# per source file, so only sources whose file, a header in torch/csrc, or the flags changed recompile;
+# sources compile in parallel (JOBS, default: number of cores). Files named *_cuda.cpp are compiled only
+# against a CUDA libtorch (TORCH_CUDA=1).
+#
+#   scripts/build_shim.sh            build (incremental)
+#   CXXFLAGS_EXTRA=-g scripts/build_shim.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+eval "$(scripts/libtorch.sh)"
+CXX=${CXX:-g++}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+SRC=torch/csrc
+OBJ=build/obj
+OUT=build/libmtgrpo_torch.so
+mkdir -p "$OBJ"
+
+defs="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI -DUSE_C10D_GLOO"
+libs="-ltorch -ltorch_cpu -lc10"
+# Debian ships libgloo.so outside the libtorch directory; PyTorch wheels link gloo statically.
+for d in /usr/lib /usr/lib/x86_64-linux-gnu "$TORCH_LIBDIR"; do
+  if [ -e "$d/libgloo.so" ]; then libs="$libs -L$d -lgloo"; break; fi
+done
+if [ "$TORCH_CUDA" = 1 ]; then
+  defs="$defs -DMTGRPO_CUDA -DUSE_C10D_NCCL"
+  cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  [ -d "$cuda_home/include" ] && TORCH_INC="$TORCH_INC -I$cuda_home/include"
+  # cuda_runtime_api.h from the nvidia-cuda-runtime pip package, when there is no toolkit.
+  pyinc=$(python3 -c 'import nvidia.cuda_runtime,os;print(os.path.join(list(nvidia.cuda_runtime.__path__)[0],"include"))' 2>/dev/null || true)
+  [ -n "$pyinc" ] && [ -d "$pyinc" ] && TORCH_INC="$TORCH_INC -I$pyinc"
+  # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
+  libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
+fi
+cxxflags="-std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wno-unused-parameter $defs $TORCH_INC -I$SRC ${CXXFLAGS_EXTRA:-}"
+ldflags="-shared -L$TORCH_LIBDIR -Wl,-rpath,$TORCH_LIBDIR"
+
+# Rebuild everything when the flags change (other libtorch, other ABI, CUDA on/off).
+stamp="$OBJ/flags"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$CXX $cxxflags" ]; then
+  rm -f "$OBJ"/*.o
+  printf '%s' "$CXX $cxxflags" >"$stamp"
+fi
+
+srcs=()
+for f in "$SRC"/*.cpp; do
+  case "$f" in *_cuda.cpp) [ "$TORCH_CUDA" = 1 ] || continue ;; esac
+  srcs+=("$f")
+done
+
+# A source is stale when its object is missing or older than the source or any local header.
+stale=()
+objs=()
+for f in "${srcs[@]}"; do
+  o="$OBJ/$(basename "${f%.cpp}").o"
+  objs+=("$o")
+  if [ ! -e "$o" ] || [ "$f" -nt "$o" ]; then stale+=("$f"); continue; fi
+  for h in "$SRC"/*.h; do
+    if [ "$h" -nt "$o" ]; then stale+=("$f"); break; fi
+  done
+done
+
+if [ ${#stale[@]} -gt 0 ]; then
+  echo "build_shim: compiling ${#stale[@]} file(s) against $TORCH_SOURCE libtorch (cuda=$TORCH_CUDA)"
+  export CXX cxxflags OBJ
+  printf '%s\n' "${stale[@]}" | xargs -P "$JOBS" -I{} sh -c \
+    'o="$OBJ/$(basename {} .cpp).o"; echo "  $CXX {}"; $CXX $cxxflags -c {} -o "$o.tmp" && mv "$o.tmp" "$o"'
+fi
+
+# Link when an object is newer than the library (or objects were added or removed).
+relink=0
+[ -e "$OUT" ] || relink=1
+for o in "${objs[@]}"; do [ "$o" -nt "$OUT" ] && relink=1; done
+listed="$OBJ/objects"
+[ "$(cat "$listed" 2>/dev/null)" = "${objs[*]}" ] || relink=1
+if [ "$relink" = 1 ]; then
+  # shellcheck disable=SC2086
+  $CXX $ldflags -o "$OUT.tmp" "${objs[@]}" $libs
+  mv "$OUT.tmp" "$OUT"
+  printf '%s' "${objs[*]}" >"$listed"
+  echo "build_shim: $OUT"
+fi

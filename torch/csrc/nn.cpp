@@ -1,0 +1,89 @@
+// nn.cpp: attention and the fused layer pieces that save crossings in the model's hot path.
+#include <torch/version.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "shim_internal.h"
+
+namespace {
+
+// Repeats each of k's Hkv heads H/Hkv times: [B, Hkv, T, D] -> [B, H, T, D] (head h uses kv head
+// h / (H/Hkv), as in Llama's repeat_kv).
+at::Tensor repeat_kv(const at::Tensor& k, int64_t heads) {
+  int64_t hkv = k.size(1);
+  if (hkv == heads) return k;
+  if (heads % hkv != 0) {
+    throw std::invalid_argument("sdpa: " + std::to_string(heads) + " query heads not a multiple of " +
+                                std::to_string(hkv) + " key/value heads");
+  }
+  int64_t rep = heads / hkv;
+  auto s = k.sizes();
+  return k.unsqueeze(2).expand({s[0], hkv, rep, s[2], s[3]}).reshape({s[0], heads, s[2], s[3]});
+}
+
+at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c10::optional<at::Tensor> mask,
+                bool causal, double scale) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
+    throw std::invalid_argument("sdpa: q, k, v must be [B, H, T, D], got " + c10::str(q.sizes()) + ", " +
+                                c10::str(k.sizes()) + ", " + c10::str(v.sizes()));
+  }
+  if (mask && causal) throw std::invalid_argument("sdpa: pass either a mask or causal, not both");
+  int64_t d = q.size(3);
+  bool default_scale = scale <= 0 || std::abs(scale - 1.0 / std::sqrt(static_cast<double>(d))) < 1e-12;
+  int64_t heads = q.size(1);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  c10::optional<double> sc;
+  if (!default_scale) sc = scale;
+  bool gqa = k.size(1) != heads;
+  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc, gqa);
+#else
+  at::Tensor kk = repeat_kv(k, heads), vv = repeat_kv(v, heads);
+#if TORCH_VERSION_MAJOR >= 2
+  c10::optional<double> sc;
+  if (!default_scale) sc = scale;
+  return at::scaled_dot_product_attention(q, kk, vv, mask, 0.0, causal, sc);
+#else
+  // 1.13 has only the private op, with the default scale 1/sqrt(D): fold another scale into q.
+  at::Tensor qq = default_scale ? q : q * (scale * std::sqrt(static_cast<double>(d)));
+  return std::get<0>(at::_scaled_dot_product_attention(qq, kk, vv, mask, 0.0, false, causal));
+#endif
+#endif
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor r = (xf.square().mean(-1, true) + eps).rsqrt();
+  return (xf * r).to(x.scalar_type()) * w;
+}
+
+}  // namespace
+
+extern "C" {
+
+mt_err mt_sdpa(mt_tensor q, mt_tensor k, mt_tensor v, mt_tensor mask, int causal, double scale, mt_tensor* out) {
+  MT_BEGIN
+  *out = mt::wrap(sdpa(mt::T(q), mt::T(k), mt::T(v), mt::opt(mask), causal != 0, scale));
+  MT_END
+}
+
+mt_err mt_rms_norm(mt_tensor x, mt_tensor weight, double eps, mt_tensor* out) {
+  MT_BEGIN
+  *out = mt::wrap(rms_norm(mt::T(x), mt::T(weight), eps));
+  MT_END
+}
+
+mt_err mt_silu_mul(mt_tensor gate, mt_tensor up, mt_tensor* out) {
+  MT_BEGIN
+  *out = mt::wrap(at::silu(mt::T(gate)) * mt::T(up));
+  MT_END
+}
+
+mt_err mt_token_logprobs(mt_tensor logits, mt_tensor ids, mt_tensor* out) {
+  MT_BEGIN
+  at::Tensor lp = mt::T(logits).to(at::kFloat).log_softmax(-1);
+  *out = mt::wrap(lp.gather(-1, mt::T(ids).unsqueeze(-1)).squeeze(-1));
+  MT_END
+}
+
+}  // extern "C"

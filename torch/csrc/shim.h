@@ -1,0 +1,211 @@
+/*
+ * shim.h: the C ABI of libmtgrpo_torch.so, the only thing the Go package torch sees of libtorch.
+ *
+ * Conventions (every entry point follows them):
+ *   - Errors come back from the same call: an entry point returns mt_err, NULL on success or a
+ *     malloc'd, NUL-terminated message the caller frees with free(). There is no "last error".
+ *     Every C++ exception (c10::Error, std::exception, anything else) is caught inside the call.
+ *   - Results are written through out-parameters. A new mt_tensor handle owns one at::Tensor
+ *     reference; release it with mt_free (many handles in one call). Views share storage with the
+ *     tensor they view, as in libtorch; freeing a handle never invalidates another handle.
+ *   - Optional tensor arguments are NULL when absent.
+ *   - Thread ownership: mt_claim_thread makes the calling OS thread the torch thread; every other
+ *     entry point (except mt_abi_version, mt_on_torch_thread and mt_live_tensors) fails on any other
+ *     thread. Grad mode, inference mode and the current CUDA stream are thread-local in libtorch.
+ *   - Dtypes and devices use the codes below, not libtorch's enums, so the ABI does not depend on the
+ *     libtorch version.
+ *
+ * Bump MT_ABI_VERSION whenever a declaration here changes meaning: the Go package compares it with
+ * mt_abi_version() of the library it loaded and refuses to run on a mismatch.
+ */
+#ifndef MTGRPO_SHIM_H
+#define MTGRPO_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_ABI_VERSION 1
+
+#if defined(__GNUC__)
+#define MT_API __attribute__((visibility("default")))
+#else
+#define MT_API
+#endif
+
+typedef struct mt_tensor_s* mt_tensor;
+typedef struct mt_generator_s* mt_generator;
+typedef struct mt_guard_s* mt_guard;
+typedef char* mt_err;
+
+/* dtype codes */
+enum { MT_F32 = 0, MT_F16 = 1, MT_BF16 = 2, MT_I64 = 3, MT_I32 = 4, MT_U8 = 5, MT_BOOL = 6, MT_F64 = 7 };
+/* device codes: MT_CPU, or n >= 0 for cuda:n */
+#define MT_CPU (-1)
+/* the most dimensions mt_info reports */
+#define MT_MAX_DIMS 16
+
+/* ---- runtime.cpp: version, threads, handles ---------------------------------------------- */
+MT_API int mt_abi_version(void);
+MT_API mt_err mt_claim_thread(void);
+MT_API int mt_on_torch_thread(void);
+/* libtorch version ("1.13.1"), whether CUDA works, how many CUDA devices. */
+MT_API mt_err mt_version(char* buf, size_t cap, int* cuda_available, int* cuda_devices);
+/* handles created and not yet freed (all threads). */
+MT_API int64_t mt_live_tensors(void);
+MT_API mt_err mt_free(mt_tensor* hs, size_t n);
+MT_API mt_err mt_set_num_threads(int n);
+MT_API mt_err mt_manual_seed(uint64_t seed);
+
+/* ---- tensor.cpp: creation, conversion, metadata ------------------------------------------- */
+/* Copies nbytes of raw little-endian data into a new contiguous tensor on device. */
+MT_API mt_err mt_from_data(const void* data, size_t nbytes, int dtype, const int64_t* shape, int ndim,
+                           int device, mt_tensor* out);
+/* Copies the elements of t (any device, any layout) into data, which holds exactly nbytes. */
+MT_API mt_err mt_to_data(mt_tensor t, void* data, size_t nbytes);
+enum { MT_FILL_EMPTY = 0, MT_FILL_ZEROS = 1, MT_FILL_ONES = 2, MT_FILL_VALUE = 3 };
+MT_API mt_err mt_full(const int64_t* shape, int ndim, int dtype, int device, int fill, double value,
+                      mt_tensor* out);
+MT_API mt_err mt_arange(double start, double end, double step, int dtype, int device, mt_tensor* out);
+/* shape, ndim, dtype code, device code, numel, requires_grad, is_contiguous in one call. */
+MT_API mt_err mt_info(mt_tensor t, int64_t* shape, int* ndim, int* dtype, int* device, int64_t* numel,
+                      int* requires_grad, int* contiguous);
+MT_API mt_err mt_item(mt_tensor t, double* f, int64_t* i);
+/* dtype < 0 keeps the dtype; copy forces a new tensor even when nothing changes. */
+MT_API mt_err mt_to(mt_tensor t, int device, int dtype, int copy, mt_tensor* out);
+MT_API mt_err mt_contiguous(mt_tensor t, mt_tensor* out);
+MT_API mt_err mt_clone(mt_tensor t, mt_tensor* out);
+MT_API mt_err mt_copy_(mt_tensor dst, mt_tensor src);
+MT_API mt_err mt_fill_(mt_tensor t, double value);
+MT_API mt_err mt_equal(mt_tensor a, mt_tensor b, int* out);
+MT_API mt_err mt_allclose(mt_tensor a, mt_tensor b, double rtol, double atol, int* out);
+
+/* ---- random.cpp: generators and sampling --------------------------------------------------- */
+MT_API mt_err mt_generator_new(uint64_t seed, int device, mt_generator* out);
+MT_API mt_err mt_generator_free(mt_generator g);
+MT_API mt_err mt_generator_seed(mt_generator g, uint64_t seed);
+enum { MT_RAND_NORMAL = 0, MT_RAND_UNIFORM = 1 };
+MT_API mt_err mt_rand(int kind, const int64_t* shape, int ndim, int dtype, int device, mt_generator g,
+                      mt_tensor* out);
+/* integers uniform in [low, high) */
+MT_API mt_err mt_randint(int64_t low, int64_t high, const int64_t* shape, int ndim, int dtype, int device,
+                         mt_generator g, mt_tensor* out);
+MT_API mt_err mt_multinomial(mt_tensor probs, int64_t n, int replacement, mt_generator g, mt_tensor* out);
+
+/* ---- ops.cpp: elementwise and reductions ---------------------------------------------------- */
+enum {
+  MT_NEG, MT_EXP, MT_LOG, MT_SQRT, MT_RSQRT, MT_TANH, MT_SIGMOID, MT_SILU, MT_ABS, MT_RELU, MT_GELU,
+  MT_GELU_TANH, MT_NOT, MT_SIN, MT_COS, MT_RECIPROCAL, MT_SQUARE, MT_ISNAN, MT_ISFINITE, MT_LOG1P,
+  MT_UNARY_COUNT
+};
+MT_API mt_err mt_unary(int op, mt_tensor a, mt_tensor* out);
+enum {
+  MT_ADD, MT_SUB, MT_MUL, MT_DIV, MT_POW, MT_EQ, MT_NE, MT_LT, MT_LE, MT_GT, MT_GE, MT_MAXIMUM,
+  MT_MINIMUM, MT_AND, MT_OR, MT_RSUB, MT_BINARY_COUNT
+};
+/* out == NULL: in place into a (only add, sub, mul, div). */
+MT_API mt_err mt_binary(int op, mt_tensor a, mt_tensor b, mt_tensor* out);
+/* a op s; MT_RSUB computes s - a, MT_POW a^s. out == NULL: in place into a. */
+MT_API mt_err mt_binary_scalar(int op, mt_tensor a, double s, mt_tensor* out);
+enum { MT_SUM, MT_MEAN, MT_AMAX, MT_AMIN, MT_LOGSUMEXP, MT_ANY, MT_ALL, MT_REDUCE_COUNT };
+/* ndims == 0 reduces over all dimensions. */
+MT_API mt_err mt_reduce(int op, mt_tensor a, const int64_t* dims, int ndims, int keepdim, mt_tensor* out);
+MT_API mt_err mt_argmax(mt_tensor a, int64_t dim, int keepdim, mt_tensor* out);
+MT_API mt_err mt_max_dim(mt_tensor a, int64_t dim, int keepdim, int min, mt_tensor* values, mt_tensor* indices);
+MT_API mt_err mt_cumsum(mt_tensor a, int64_t dim, mt_tensor* out);
+/* dtype < 0: keep */
+MT_API mt_err mt_softmax(mt_tensor a, int64_t dim, int log, int dtype, mt_tensor* out);
+MT_API mt_err mt_where(mt_tensor cond, mt_tensor a, mt_tensor b, mt_tensor* out);
+/* out == NULL: in place */
+MT_API mt_err mt_masked_fill(mt_tensor a, mt_tensor mask, double value, mt_tensor* out);
+MT_API mt_err mt_clamp(mt_tensor a, int has_min, double min, int has_max, double max, mt_tensor* out);
+MT_API mt_err mt_matmul(mt_tensor a, mt_tensor b, mt_tensor* out);
+MT_API mt_err mt_linear(mt_tensor x, mt_tensor w, mt_tensor bias, mt_tensor* out);
+MT_API mt_err mt_topk(mt_tensor a, int64_t k, int64_t dim, int largest, mt_tensor* values, mt_tensor* indices);
+MT_API mt_err mt_sort(mt_tensor a, int64_t dim, int descending, mt_tensor* values, mt_tensor* indices);
+MT_API mt_err mt_tri(mt_tensor a, int64_t diagonal, int upper, mt_tensor* out);
+
+/* ---- shape.cpp: views, indexing, joining ---------------------------------------------------- */
+MT_API mt_err mt_reshape(mt_tensor a, const int64_t* shape, int ndim, int view, mt_tensor* out);
+MT_API mt_err mt_transpose(mt_tensor a, int64_t d0, int64_t d1, mt_tensor* out);
+MT_API mt_err mt_permute(mt_tensor a, const int64_t* dims, int ndims, mt_tensor* out);
+MT_API mt_err mt_unsqueeze(mt_tensor a, int64_t dim, mt_tensor* out);
+/* all != 0 squeezes every size-1 dimension; otherwise dim */
+MT_API mt_err mt_squeeze(mt_tensor a, int64_t dim, int all, mt_tensor* out);
+MT_API mt_err mt_expand(mt_tensor a, const int64_t* shape, int ndim, mt_tensor* out);
+MT_API mt_err mt_repeat(mt_tensor a, const int64_t* reps, int ndim, mt_tensor* out);
+MT_API mt_err mt_slice(mt_tensor a, int64_t dim, int64_t start, int64_t end, int64_t step, mt_tensor* out);
+MT_API mt_err mt_narrow(mt_tensor a, int64_t dim, int64_t start, int64_t length, mt_tensor* out);
+MT_API mt_err mt_cat(mt_tensor* ts, int n, int64_t dim, int stack, mt_tensor* out);
+/* Splits into pieces of size `size` (chunks == 0) or into `chunks` chunks; writes at most cap handles
+ * to outs and their count to n. */
+MT_API mt_err mt_split(mt_tensor a, int64_t size, int64_t chunks, int64_t dim, mt_tensor* outs, int cap, int* n);
+MT_API mt_err mt_split_sizes(mt_tensor a, const int64_t* sizes, int nsizes, int64_t dim, mt_tensor* outs);
+MT_API mt_err mt_gather(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor* out);
+/* add != 0: scatter_add. out == NULL: in place into a. */
+MT_API mt_err mt_scatter(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor src, int add, mt_tensor* out);
+MT_API mt_err mt_index_select(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor* out);
+MT_API mt_err mt_index_copy_(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor src);
+MT_API mt_err mt_embedding(mt_tensor weight, mt_tensor ids, mt_tensor* out);
+
+/* ---- nn.cpp: attention and fused layers ----------------------------------------------------- */
+/* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query attention).
+ * mask (optional) broadcasts to [B, H, Tq, Tk]: bool (true = attend) or additive float.
+ * scale <= 0 means 1/sqrt(D). causal aligns the mask top-left, as PyTorch does. */
+MT_API mt_err mt_sdpa(mt_tensor q, mt_tensor k, mt_tensor v, mt_tensor mask, int causal, double scale,
+                      mt_tensor* out);
+/* weight * (x / sqrt(mean(x^2, -1) + eps)), computed in float32 and cast back to x's dtype. */
+MT_API mt_err mt_rms_norm(mt_tensor x, mt_tensor weight, double eps, mt_tensor* out);
+/* silu(gate) * up: the SwiGLU activation. */
+MT_API mt_err mt_silu_mul(mt_tensor gate, mt_tensor up, mt_tensor* out);
+/* log_softmax(logits.float(), -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1): per-token log-probs. */
+MT_API mt_err mt_token_logprobs(mt_tensor logits, mt_tensor ids, mt_tensor* out);
+
+/* ---- autograd.cpp ---------------------------------------------------------------------------- */
+MT_API mt_err mt_set_requires_grad(mt_tensor t, int on);
+/* *out = NULL when t has no gradient */
+MT_API mt_err mt_grad(mt_tensor t, mt_tensor* out);
+/* set_to_none != 0 drops the gradients; otherwise zeroes them in place */
+MT_API mt_err mt_zero_grad(mt_tensor* ts, int n, int set_to_none);
+MT_API mt_err mt_detach(mt_tensor t, int inplace, mt_tensor* out);
+/* grads may be NULL (scalars only) or hold n entries; inputs (ninputs > 0) limits accumulation. */
+MT_API mt_err mt_backward(mt_tensor* ts, int n, mt_tensor* grads, mt_tensor* inputs, int ninputs,
+                          int retain_graph, int create_graph);
+/* outs receives ninputs handles (NULL where allow_unused and unused). grads as in mt_backward. */
+MT_API mt_err mt_autograd_grad(mt_tensor* ts, int n, mt_tensor* grads, mt_tensor* inputs, int ninputs,
+                               int retain_graph, int create_graph, int allow_unused, mt_tensor* outs);
+enum { MT_GUARD_NO_GRAD = 0, MT_GUARD_ENABLE_GRAD = 1, MT_GUARD_INFERENCE = 2 };
+/* RAII guards of libtorch held across calls; free them in reverse order of creation. */
+MT_API mt_err mt_guard_new(int kind, mt_guard* out);
+MT_API mt_err mt_guard_free(mt_guard g);
+MT_API mt_err mt_grad_enabled(int* out);
+
+/* ---- optim.cpp ------------------------------------------------------------------------------ */
+/* One AdamW step (decoupled weight decay, bias correction; PyTorch's torch.optim.AdamW) over n
+ * parameters with their first and second moment buffers. step is the 1-based step number after
+ * this update. Parameters without a gradient are skipped. */
+MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, int n,
+                            int64_t step, double lr, double beta1, double beta2, double eps,
+                            double weight_decay);
+/* Scales gradients so that their global L2 norm is at most max_norm; *total = the norm before. */
+MT_API mt_err mt_clip_grad_norm(mt_tensor* params, int n, double max_norm, double* total);
+
+/* ---- cuda: runtime_cuda.cpp on CUDA builds, errors elsewhere --------------------------------- */
+MT_API mt_err mt_cuda_synchronize(int device);
+/* bytes held by tensors, bytes reserved by the caching allocator, peak of allocated */
+MT_API mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak);
+MT_API mt_err mt_cuda_empty_cache(void);
+MT_API mt_err mt_cuda_reset_peak(int device);
+
+/* ---- bench.cpp: reference loops for the per-call overhead benchmark -------------------------- */
+/* Runs a.add(b) iters times inside C++ and reports nanoseconds per iteration. */
+MT_API mt_err mt_bench_add_loop(mt_tensor a, mt_tensor b, int64_t iters, double* ns_per_op);
+MT_API mt_err mt_bench_matmul_loop(mt_tensor a, mt_tensor b, int64_t iters, double* ns_per_op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,70 @@
+// shim_internal.h: helpers shared by the shim's .cpp files (never seen by Go).
+//
+// Every entry point is written as
+//
+//   mt_err mt_thing(mt_tensor a, mt_tensor* out) {
+//     MT_BEGIN
+//     *out = mt::wrap(mt::T(a).thing());
+//     MT_END
+//   }
+//
+// MT_BEGIN checks that the caller is the torch thread; MT_END turns any C++ exception into a
+// malloc'd message returned by the same call.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "shim.h"
+
+namespace mt {
+
+// A malloc'd copy of msg (the caller of the entry point frees it).
+char* errmsg(const char* msg);
+// NULL when the calling thread is the torch thread, else a malloc'd message.
+char* check_thread();
+
+// The at::Tensor behind a handle; throws on a NULL handle.
+at::Tensor& T(mt_tensor h);
+// An optional tensor argument (NULL = absent).
+c10::optional<at::Tensor> opt(mt_tensor h);
+// A new handle owning a reference to t (counted by mt_live_tensors).
+mt_tensor wrap(at::Tensor t);
+// Handles to tensors, for list arguments.
+std::vector<at::Tensor> list(mt_tensor* hs, int n);
+
+at::ScalarType dtype(int code);
+int dtype_code(at::ScalarType t);
+at::Device device(int code);
+int device_code(const at::Device& d);
+at::IntArrayRef dims(const int64_t* p, int n);
+at::TensorOptions options(int dtype, int device);
+// A Scalar that keeps integer tensors integral when the value is integral.
+at::Scalar scalar_for(const at::Tensor& t, double v);
+
+#ifdef MTGRPO_CUDA
+// A fresh CUDA generator for device index (runtime_cuda.cpp).
+at::Generator cuda_generator(int index);
+#endif
+
+}  // namespace mt
+
+#define MT_BEGIN                                     \
+  if (char* mt_thread_err_ = mt::check_thread()) {   \
+    return mt_thread_err_;                           \
+  }                                                  \
+  try {
+#define MT_END                                       \
+  }                                                  \
+  catch (const c10::Error& e) {                      \
+    return mt::errmsg(e.what_without_backtrace());   \
+  }                                                  \
+  catch (const std::exception& e) {                  \
+    return mt::errmsg(e.what());                     \
+  }                                                  \
+  catch (...) {                                      \
+    return mt::errmsg("unknown C++ exception");      \
+  }                                                  \
+  return nullptr;

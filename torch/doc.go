@@ -1,0 +1,52 @@
+// Package torch is mtgrpo's Go API over libtorch: tensors, ops, autograd, AdamW, and scopes that
+// own tensor memory. It sees libtorch only through the C ABI in csrc/shim.h, implemented by
+// build/libmtgrpo_torch.so (make shim); cgo compiles no C++.
+//
+// # Threads
+//
+// All torch work runs on one goroutine locked to its OS thread, because libtorch keeps grad mode,
+// inference mode and the current CUDA device and stream per thread. Run hands a closure to that
+// thread and waits:
+//
+//	err := torch.Run(func() error {
+//		x := torch.Randn([]int64{2, 3}, torch.Float32, torch.CPU, gen)
+//		fmt.Println(x.Sum(false).Float())
+//		return nil
+//	})
+//
+// The shim enforces this: it records the torch thread and every entry point fails with an error on
+// any other thread. Environments, tools and rewards run on other goroutines and never touch tensors.
+// Tests use Run too; inside the closure use t.Error, not t.Fatal (Run reports a Goexit as an error
+// and starts a fresh torch thread, but the test's work is lost).
+//
+// # Lifetime
+//
+// Every tensor belongs to a Scope, and closing a scope frees everything it owns in one crossing.
+// Scopes opened with NewScope form a stack on the torch thread and ops put their results in the
+// innermost one; Run opens one around its closure. Results that must outlive a scope move out of it:
+// Scope.Keep moves tensors to the enclosing scope, Scoped keeps a function's single result, and
+// Tensor.MoveTo moves a tensor to any scope, typically a long-lived one from NewLongScope (weights,
+// optimizer state, KV caches). Tensor.Free releases one tensor early. A tensor used after its scope
+// closed panics with *Error; it never touches freed memory. LiveTensors counts handles alive in the
+// shim, for tests that check a loop does not leak. A Scope dropped without Close is only reported
+// (LeakedScopes and a log line): the garbage collector never frees tensors, because freeing off the
+// torch thread would be unsafe and GC timing would decide device memory.
+//
+// # Errors
+//
+// Every shim call returns its error in the same call (no "last error" state). Ops return *Tensor
+// and panic with *Error (op name and libtorch's message) when libtorch refuses, so model code reads
+// as math. API boundaries convert the panic back: Run does it for its closure, and
+//
+//	func Load(...) (err error) { defer torch.Recover(&err); ... }
+//
+// or torch.Do(func() error {...}) do it anywhere on the torch thread. Bad shapes, dtypes and
+// indices are errors; the process keeps working after them.
+//
+// # Autograd
+//
+// SetRequiresGrad, Backward (with gradients and an inputs list), Grad, Detach, NoGrad and
+// InferenceMode scopes, and Grads (torch.autograd.grad) are enough to drive layer-wise gradient
+// checkpointing from Go: forward under no-grad keeping each layer's input, then recompute and
+// backpropagate one layer at a time, feeding each layer's input gradient to the layer below.
+package torch

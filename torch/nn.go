@@ -1,0 +1,54 @@
+package torch
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+// AttentionOpts configures ScaledDotProductAttention.
+type AttentionOpts struct {
+	// Mask broadcasts to [B, H, Tq, Tk]: bool (true = may attend) or float (added to the scores).
+	Mask *Tensor
+	// Causal masks future positions, aligned top-left as in PyTorch: query i sees keys 0..i. With
+	// a KV cache (Tq < Tk) pass an explicit Mask instead.
+	Causal bool
+	// Scale multiplies q·k; 0 means 1/sqrt(D).
+	Scale float64
+}
+
+// ScaledDotProductAttention is softmax(q k^T * scale + mask) v for q [B, H, Tq, D] and k, v
+// [B, Hkv, Tk, D]; Hkv may divide H (grouped-query attention: each kv head serves H/Hkv query
+// heads). On CUDA with bf16/f16 and no mask this picks the flash kernel.
+func ScaledDotProductAttention(q, k, v *Tensor, o AttentionOpts) *Tensor {
+	var mask C.mt_tensor
+	if o.Mask != nil {
+		mask = o.Mask.handle("SDPA")
+	}
+	var out C.mt_tensor
+	check("SDPA", C.mt_sdpa(q.handle("SDPA"), k.handle("SDPA"), v.handle("SDPA"), mask, cbool(o.Causal),
+		C.double(o.Scale), &out))
+	return wrap("SDPA", out)
+}
+
+// RMSNorm is weight * x / sqrt(mean(x², last dim) + eps), computed in float32 and cast back to x's
+// dtype before the weight multiply (as Llama and Qwen do), in one crossing.
+func RMSNorm(x, weight *Tensor, eps float64) *Tensor {
+	var out C.mt_tensor
+	check("RMSNorm", C.mt_rms_norm(x.handle("RMSNorm"), weight.handle("RMSNorm"), C.double(eps), &out))
+	return wrap("RMSNorm", out)
+}
+
+// SiluMul is silu(gate) * up, the SwiGLU activation, in one crossing.
+func SiluMul(gate, up *Tensor) *Tensor {
+	var out C.mt_tensor
+	check("SiluMul", C.mt_silu_mul(gate.handle("SiluMul"), up.handle("SiluMul"), &out))
+	return wrap("SiluMul", out)
+}
+
+// TokenLogprobs is log_softmax(logits, -1) taken at ids, in float32: logits [..., V], ids [...]
+// int64 -> [...]. One crossing and no [..., V] log-prob tensor kept alive by the caller.
+func TokenLogprobs(logits, ids *Tensor) *Tensor {
+	var out C.mt_tensor
+	check("TokenLogprobs", C.mt_token_logprobs(logits.handle("TokenLogprobs"), ids.handle("TokenLogprobs"), &out))
+	return wrap("TokenLogprobs", out)
+}

@@ -1,0 +1,38 @@
+package torch
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import "fmt"
+
+// BuildInfo describes the libtorch behind the shim.
+type BuildInfo struct {
+	Torch         string // libtorch version, e.g. "1.13.1"
+	CUDAAvailable bool
+	CUDADevices   int
+	ABI           int // the shim ABI version (equal to the one this package was built for)
+}
+
+// Version reports libtorch's version and whether CUDA works. It starts the torch thread if needed
+// and fails if the shim library does not match this binary's shim.h.
+func Version() (BuildInfo, error) {
+	var info BuildInfo
+	err := Run(func() error {
+		var buf [64]C.char
+		var avail, n C.int
+		if err := checkErr("Version", C.mt_version(&buf[0], C.size_t(len(buf)), &avail, &n)); err != nil {
+			return err
+		}
+		info = BuildInfo{Torch: C.GoString(&buf[0]), CUDAAvailable: avail != 0, CUDADevices: int(n),
+			ABI: int(C.mt_abi_version())}
+		return nil
+	})
+	return info, err
+}
+
+func (b BuildInfo) String() string {
+	return fmt.Sprintf("libtorch %s, shim ABI %d, CUDA available: %v (%d devices)", b.Torch, b.ABI,
+		b.CUDAAvailable, b.CUDADevices)
+}
