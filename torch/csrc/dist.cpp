@@ -1,0 +1,313 @@
+// dist.cpp: c10d process groups for data-parallel training (see dist.h).
+//
+// libtorch 1.13 (Debian, CPU) derives ProcessGroupGloo/NCCL from c10d::ProcessGroup; 2.x derives them
+// from c10d::Backend. Both keep the (store, rank, size, options) constructor and the collective
+// signatures used here, so only the base type differs.
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/config.h>)
+#define MT_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#if defined(MTGRPO_CUDA) && defined(USE_C10D_NCCL) && __has_include(<nccl.h>)
+#define MT_HAVE_NCCL 1
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "dist.h"
+#include "shim_internal.h"
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+using PGBase = c10d::Backend;
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+using PGBase = c10d::ProcessGroup;
+#endif
+
+struct mt_pg_s {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<PGBase> pg;
+  int rank = 0;
+  int size = 1;
+  int device = MT_CPU;
+};
+
+namespace {
+
+mt_pg_s& P(mt_pg h) {
+  if (h == nullptr) throw std::invalid_argument("nil process group");
+  if (!h->pg) throw std::invalid_argument("process group is closed");
+  return *h;
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+c10::intrusive_ptr<c10d::Store> rendezvous(const std::string& addr, int port, int rank, int world, bool agent,
+                                           int restart_count, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = !agent && rank == 0;
+  o.numWorkers = static_cast<std::size_t>(world);
+  o.waitWorkers = !agent;
+  o.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(addr, o);
+  if (agent) {
+    store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(restart_count), store);
+  }
+  return store;
+}
+
+#ifdef MT_HAVE_GLOO
+c10::intrusive_ptr<PGBase> new_gloo(const c10::intrusive_ptr<c10d::Store>& store, const std::string& addr, int rank,
+                                    int world, std::chrono::milliseconds timeout) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  // As torch.distributed does: GLOO_SOCKET_IFNAME names interfaces (comma-separated); otherwise bind
+  // to this host's address, or to loopback when the job itself is on loopback (single machine).
+  const char* ifnames = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifnames != nullptr && *ifnames != 0) {
+    std::string s(ifnames);
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t end = s.find(',', start);
+      if (end == std::string::npos) end = s.size();
+      if (end > start) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(s.substr(start, end - start)));
+      start = end + 1;
+    }
+  } else if (is_loopback(addr)) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
+}
+#endif
+
+#ifdef MT_HAVE_NCCL
+c10::intrusive_ptr<PGBase> new_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world, int device,
+                                    std::chrono::milliseconds timeout) {
+  // NCCL binds communicators to the current device: set it before anything creates one.
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
+}
+#endif
+
+// Collectives need dense contiguous tensors: run fn on t itself when it is, else on a contiguous
+// copy that is written back afterwards (for in-place results).
+template <typename F>
+void in_place(at::Tensor& t, F fn) {
+  if (t.is_contiguous()) {
+    fn(t);
+    return;
+  }
+  at::Tensor c = t.contiguous();
+  fn(c);
+  t.copy_(c);
+}
+
+void check_device(const mt_pg_s& p, const at::Tensor& t, const char* op) {
+  bool want_cuda = p.device != MT_CPU;
+  if (t.is_cuda() != want_cuda || (want_cuda && t.get_device() != p.device)) {
+    throw std::invalid_argument(std::string(op) + ": tensor on " + t.device().str() + ", process group on " +
+                                mt::device(p.device).str());
+  }
+}
+
+void allreduce(mt_pg_s& p, at::Tensor& t, c10d::ReduceOp::RedOpType op) {
+  std::vector<at::Tensor> ts{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = op;
+  p.pg->allreduce(ts, o)->wait();
+}
+
+c10d::ReduceOp::RedOpType reduce_op(int op) {
+  switch (op) {
+    case MT_DIST_SUM:
+    case MT_DIST_AVG: return c10d::ReduceOp::SUM;  // AVG = SUM then divide: Gloo has no AVG
+    case MT_DIST_MAX: return c10d::ReduceOp::MAX;
+    case MT_DIST_MIN: return c10d::ReduceOp::MIN;
+  }
+  throw std::invalid_argument("unknown reduce op " + std::to_string(op));
+}
+
+}  // namespace
+
+extern "C" {
+
+mt_err mt_dist_new(const char* addr, int port, int rank, int world, int agent_store, int restart_count, int device,
+                   int64_t timeout_ms, mt_pg* out) {
+  MT_BEGIN
+  if (addr == nullptr || *addr == 0) throw std::invalid_argument("empty master address");
+  if (port <= 0 || port > 65535) throw std::invalid_argument("master port " + std::to_string(port) + " out of range");
+  if (world < 1 || rank < 0 || rank >= world) {
+    throw std::invalid_argument("rank " + std::to_string(rank) + " out of range for world size " + std::to_string(world));
+  }
+  if (timeout_ms <= 0) throw std::invalid_argument("timeout must be positive");
+  std::chrono::milliseconds timeout(timeout_ms);
+  auto p = std::make_unique<mt_pg_s>();
+  p->rank = rank;
+  p->size = world;
+  p->device = device;
+  std::string where = std::string(addr) + ":" + std::to_string(port) + " (rank " + std::to_string(rank) + " of " +
+                      std::to_string(world) + ")";
+  try {
+    p->store = rendezvous(addr, port, rank, world, agent_store != 0, restart_count, timeout);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("rendezvous at " + where + ": " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rendezvous at " + where + ": " + e.what());
+  }
+  if (device == MT_CPU) {
+#ifdef MT_HAVE_GLOO
+    p->pg = new_gloo(p->store, addr, rank, world, timeout);
+#else
+    throw std::runtime_error("this shim was built without Gloo: no CPU process groups");
+#endif
+  } else {
+#ifdef MT_HAVE_NCCL
+    p->pg = new_nccl(p->store, rank, world, device, timeout);
+#else
+    throw std::runtime_error("this shim was built without NCCL: no CUDA process groups");
+#endif
+  }
+  *out = p.release();
+  MT_END
+}
+
+mt_err mt_dist_free(mt_pg h) {
+  MT_BEGIN
+  if (h == nullptr) return nullptr;
+  // The process group first: its threads may still talk through the store.
+  h->pg.reset();
+  h->store.reset();
+  delete h;
+  MT_END
+}
+
+mt_err mt_dist_backend(mt_pg h, char* buf, size_t cap) {
+  MT_BEGIN
+  std::string name = P(h).pg->getBackendName();
+  if (cap == 0) throw std::invalid_argument("empty buffer");
+  std::strncpy(buf, name.c_str(), cap - 1);
+  buf[cap - 1] = 0;
+  MT_END
+}
+
+mt_err mt_dist_allreduce(mt_pg h, mt_tensor th, int op) {
+  MT_BEGIN
+  auto& p = P(h);
+  at::Tensor& t = mt::T(th);
+  check_device(p, t, "all_reduce");
+  auto rop = reduce_op(op);
+  if (op == MT_DIST_AVG && !at::isFloatingType(t.scalar_type())) {
+    throw std::invalid_argument("all_reduce AVG needs a floating-point tensor, got " +
+                                std::string(c10::toString(t.scalar_type())));
+  }
+  at::NoGradGuard no_grad;
+  in_place(t, [&](at::Tensor& c) {
+    allreduce(p, c, rop);
+    if (op == MT_DIST_AVG) c.div_(p.size);
+  });
+  MT_END
+}
+
+mt_err mt_dist_broadcast(mt_pg h, mt_tensor* ths, int n, int root) {
+  MT_BEGIN
+  auto& p = P(h);
+  if (root < 0 || root >= p.size) throw std::invalid_argument("broadcast root " + std::to_string(root) + " out of range");
+  at::NoGradGuard no_grad;
+  for (int i = 0; i < n; i++) {
+    at::Tensor& t = mt::T(ths[i]);
+    check_device(p, t, "broadcast");
+    in_place(t, [&](at::Tensor& c) {
+      std::vector<at::Tensor> ts{c};
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      p.pg->broadcast(ts, o)->wait();
+    });
+  }
+  MT_END
+}
+
+mt_err mt_dist_allgather(mt_pg h, mt_tensor th, mt_tensor* outs) {
+  MT_BEGIN
+  auto& p = P(h);
+  at::Tensor t = mt::T(th).detach().contiguous();
+  check_device(p, t, "all_gather");
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < p.size; r++) output[0].push_back(at::empty_like(t));
+  std::vector<at::Tensor> input{t};
+  p.pg->allgather(output, input)->wait();
+  for (int r = 0; r < p.size; r++) outs[r] = mt::wrap(output[0][r]);
+  MT_END
+}
+
+mt_err mt_dist_barrier(mt_pg h) {
+  MT_BEGIN
+  auto& p = P(h);
+  c10d::BarrierOptions o;
+  if (p.device != MT_CPU) o.device_ids = {p.device};
+  p.pg->barrier(o)->wait();
+  MT_END
+}
+
+mt_err mt_dist_allreduce_grads(mt_pg h, mt_tensor* params, int n, int64_t bucket_bytes, int* nbuckets) {
+  MT_BEGIN
+  auto& p = P(h);
+  if (bucket_bytes <= 0) throw std::invalid_argument("bucket size must be positive");
+  at::NoGradGuard no_grad;
+  // Collect the gradients, creating zeros for parameters that got none on this rank (another rank
+  // may have one: a zero keeps the buckets, and so the collectives, identical on every rank).
+  std::vector<at::Tensor> grads;
+  for (int i = 0; i < n; i++) {
+    at::Tensor& w = mt::T(params[i]);
+    if (!w.requires_grad()) continue;
+    at::Tensor& g = w.mutable_grad();
+    if (!g.defined()) g = at::zeros_like(w);
+    if (g.is_sparse()) throw std::invalid_argument("sparse gradients are not supported");
+    check_device(p, g, "all_reduce_grads");
+    if (!at::isFloatingType(g.scalar_type())) throw std::invalid_argument("non-floating-point gradient");
+    grads.push_back(g);
+  }
+  // Buckets are runs of consecutive gradients with one dtype, closed once they reach bucket_bytes.
+  int count = 0;
+  size_t i = 0;
+  while (i < grads.size()) {
+    size_t j = i;
+    int64_t bytes = 0;
+    std::vector<at::Tensor> flat;
+    while (j < grads.size() && grads[j].scalar_type() == grads[i].scalar_type() && (j == i || bytes < bucket_bytes)) {
+      bytes += grads[j].numel() * static_cast<int64_t>(grads[j].element_size());
+      flat.push_back(grads[j].reshape({-1}));
+      j++;
+    }
+    at::Tensor buf = at::cat(flat);
+    allreduce(p, buf, c10d::ReduceOp::SUM);
+    buf.div_(p.size);
+    int64_t off = 0;
+    for (size_t k = i; k < j; k++) {
+      int64_t m = grads[k].numel();
+      grads[k].copy_(buf.narrow(0, off, m).view(grads[k].sizes()));
+      off += m;
+    }
+    count++;
+    i = j;
+  }
+  if (nbuckets != nullptr) *nbuckets = count;
+  MT_END
+}
+
+}  // extern "C"

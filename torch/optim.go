@@ -1,0 +1,129 @@
+package torch
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// AdamWConfig holds AdamW's hyper-parameters (PyTorch's defaults except WeightDecay, which
+// follows common LLM fine-tuning practice).
+type AdamWConfig struct {
+	LR          float64 // learning rate
+	Beta1       float64 // first-moment decay (0.9)
+	Beta2       float64 // second-moment decay (0.999)
+	Eps         float64 // added to the denominator (1e-8)
+	WeightDecay float64 // decoupled weight decay (0.01)
+}
+
+// DefaultAdamW is PyTorch's torch.optim.AdamW defaults with lr 1e-5.
+func DefaultAdamW() AdamWConfig {
+	return AdamWConfig{LR: 1e-5, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+}
+
+// AdamW is torch.optim.AdamW over a fixed list of parameters: decoupled weight decay and bias
+// correction, state (two moment tensors per parameter and the step count) kept as tensors in a
+// long-lived scope. One Step is one crossing for all parameters.
+type AdamW struct {
+	Config AdamWConfig
+	params []*Tensor
+	m, v   []*Tensor // first and second moments, like the parameters
+	step   int64
+	state  *Scope
+}
+
+// NewAdamW makes an optimizer for params, whose moment buffers start at zero.
+func NewAdamW(params []*Tensor, cfg AdamWConfig) *AdamW {
+	o := &AdamW{Config: cfg, params: params, state: NewLongScope("adamw")}
+	o.state.With(func() {
+		for _, p := range params {
+			o.m = append(o.m, ZerosLike(p))
+			o.v = append(o.v, ZerosLike(p))
+		}
+	})
+	return o
+}
+
+// Step applies one update from the parameters' current gradients (those without one are left
+// alone) and advances the step count.
+func (o *AdamW) Step() {
+	if len(o.params) == 0 {
+		return
+	}
+	c := o.Config
+	o.step++
+	ps, ms, vs := handles("AdamW.Step", o.params), handles("AdamW.Step", o.m), handles("AdamW.Step", o.v)
+	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ms[0], &vs[0], C.int(len(ps)), C.int64_t(o.step), C.double(c.LR),
+		C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay)))
+}
+
+// Steps is the number of updates applied so far.
+func (o *AdamW) Steps() int64 { return o.step }
+
+// ZeroGrad drops the parameters' gradients.
+func (o *AdamW) ZeroGrad() { ZeroGrad(o.params) }
+
+// Close frees the optimizer state.
+func (o *AdamW) Close() { o.state.Close() }
+
+// State returns the optimizer state for a checkpoint: "step" (an int64 scalar) and
+// "<i>.exp_avg", "<i>.exp_avg_sq" for parameter i. The moment tensors are the live buffers (owned
+// by the optimizer): write them out before the next Step. "step" belongs to the current scope.
+func (o *AdamW) State() map[string]*Tensor {
+	st := map[string]*Tensor{"step": Scalar(float64(o.step), Int64, CPU)}
+	for i := range o.params {
+		st[strconv.Itoa(i)+".exp_avg"] = o.m[i]
+		st[strconv.Itoa(i)+".exp_avg_sq"] = o.v[i]
+	}
+	return st
+}
+
+// LoadState copies a state written by State into the optimizer, checking every entry's presence
+// and shape.
+func (o *AdamW) LoadState(st map[string]*Tensor) (err error) {
+	defer Recover(&err)
+	s, ok := st["step"]
+	if !ok {
+		return fmt.Errorf("torch: AdamW state: missing \"step\"")
+	}
+	for i := range o.params {
+		for _, kind := range []struct {
+			name string
+			dst  *Tensor
+		}{{"exp_avg", o.m[i]}, {"exp_avg_sq", o.v[i]}} {
+			key := strconv.Itoa(i) + "." + kind.name
+			src, ok := st[key]
+			if !ok {
+				return fmt.Errorf("torch: AdamW state: missing %q", key)
+			}
+			if a, b := src.Shape(), kind.dst.Shape(); fmt.Sprint(a) != fmt.Sprint(b) {
+				return fmt.Errorf("torch: AdamW state: %q has shape %v, parameter %d has %v", key, a, i, b)
+			}
+		}
+	}
+	if want := 1 + 2*len(o.params); len(st) != want {
+		return fmt.Errorf("torch: AdamW state: %d entries, want %d for %d parameters", len(st), want, len(o.params))
+	}
+	for i := range o.params {
+		o.m[i].Copy_(st[strconv.Itoa(i)+".exp_avg"])
+		o.v[i].Copy_(st[strconv.Itoa(i)+".exp_avg_sq"])
+	}
+	o.step = s.Int()
+	return nil
+}
+
+// ClipGradNorm scales the gradients of params so that their global L2 norm is at most maxNorm
+// (torch.nn.utils.clip_grad_norm_) and returns the norm before clipping.
+func ClipGradNorm(params []*Tensor, maxNorm float64) float64 {
+	if len(params) == 0 {
+		return 0
+	}
+	hs := handles("ClipGradNorm", params)
+	var total C.double
+	check("ClipGradNorm", C.mt_clip_grad_norm(&hs[0], C.int(len(hs)), C.double(maxNorm), &total))
+	return float64(total)
+}
