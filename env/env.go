@@ -46,6 +46,8 @@ type Task struct {
 	ID string `json:"id"`
 	// DataSource is verl's data_source column; rewards may dispatch on it.
 	DataSource string `json:"data_source"`
+	// Ability is verl's ability column ("math", "code", "qa", "game").
+	Ability string `json:"ability"`
 	// Prompt is the opening conversation (usually one user message).
 	Prompt []Message `json:"prompt"`
 	// GroundTruth is reward_model.ground_truth: the answer, or a JSON object for games.

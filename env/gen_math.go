@@ -1,0 +1,119 @@
+package env
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
+)
+
+// GSM8KInstruction is appended to each question, exactly as verl's GSM8K preprocess does
+// (examples/data_preprocess/gsm8k.py).
+const GSM8KInstruction = `Let's think step by step and output the final answer after "####".`
+
+// newRand is the generators' random source: PCG seeded by (seed, stream), so each task family
+// draws its own sequence from the same seed.
+func newRand(seed int64, stream string) *rand.Rand {
+	h := uint64(1469598103934665603)
+	for _, c := range []byte(stream) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(uint64(seed), h))
+}
+
+var (
+	people = []string{"Ava", "Ben", "Chloe", "Dev", "Elif", "Femi", "Grace", "Hugo", "Ines", "Jon", "Kemal", "Lena", "Mina", "Noor", "Omar", "Priya"}
+	items  = []string{"apples", "stickers", "marbles", "cookies", "pencils", "stamps", "shells", "cards"}
+)
+
+// wordProblem is one generated GSM8K-style problem: question, worked solution (GSM8K's
+// <<calc=result>> annotations) and the integer answer.
+type wordProblem struct {
+	question, solution string
+	answer             int
+}
+
+// makeWordProblem draws one of five templates with two or three arithmetic steps; every
+// intermediate result is a positive integer, as in GSM8K.
+func makeWordProblem(r *rand.Rand) wordProblem {
+	name, item := people[r.IntN(len(people))], items[r.IntN(len(items))]
+	switch r.IntN(5) {
+	case 0:
+		a, b, c := 5+r.IntN(40), 2+r.IntN(8), 3+r.IntN(12)
+		bc := b * c
+		return wordProblem{
+			fmt.Sprintf("%s has %d %s. %s buys %d packs with %d %s in each pack. How many %s does %s have now?", name, a, item, name, b, c, item, item, name),
+			fmt.Sprintf("The packs hold %d * %d = <<%d*%d=%d>>%d %s.\n%s has %d + %d = <<%d+%d=%d>>%d %s.\n#### %d", b, c, b, c, bc, bc, item, name, a, bc, a, bc, a+bc, a+bc, item, a+bc),
+			a + bc}
+	case 1:
+		a, b, c := 8+r.IntN(20), 2+r.IntN(7), 3+r.IntN(6)
+		earned := a * b * c
+		d := 1 + r.IntN(earned-1)
+		return wordProblem{
+			fmt.Sprintf("%s earns $%d per hour and works %d hours a day for %d days. Then %s spends $%d. How many dollars does %s have left?", name, a, b, c, name, d, name),
+			fmt.Sprintf("%s works %d * %d = <<%d*%d=%d>>%d hours.\n%s earns %d * %d = <<%d*%d=%d>>%d dollars.\n%s has %d - %d = <<%d-%d=%d>>%d dollars left.\n#### %d", name, b, c, b, c, b*c, b*c, name, a, b*c, a, b*c, earned, earned, name, earned, d, earned, d, earned-d, earned-d, earned-d),
+			earned - d}
+	case 2:
+		c, k, b := 2+r.IntN(6), 2+r.IntN(9), 5+r.IntN(30)
+		a := b + c*k
+		return wordProblem{
+			fmt.Sprintf("A baker bakes %d loaves. She sells %d loaves and shares the rest equally among %d neighbours. How many loaves does each neighbour get?", a, b, c),
+			fmt.Sprintf("She has %d - %d = <<%d-%d=%d>>%d loaves left.\nEach neighbour gets %d / %d = <<%d/%d=%d>>%d loaves.\n#### %d", a, b, a, b, c*k, c*k, c*k, c, c*k, c, k, k, k),
+			k}
+	case 3:
+		a, b := 10+r.IntN(50), 5+r.IntN(60)
+		return wordProblem{
+			fmt.Sprintf("%s reads %d pages on Monday, twice as many pages on Tuesday, and %d pages on Wednesday. How many pages does %s read in total?", name, a, b, name),
+			fmt.Sprintf("On Tuesday %s reads 2 * %d = <<2*%d=%d>>%d pages.\nIn total %s reads %d + %d + %d = <<%d+%d+%d=%d>>%d pages.\n#### %d", name, a, a, 2*a, 2*a, name, a, 2*a, b, a, 2*a, b, 3*a+b, 3*a+b, 3*a+b),
+			3*a + b}
+	default:
+		a, b := 6+r.IntN(20), 3+r.IntN(10)
+		c := 1 + r.IntN(a*b-1)
+		return wordProblem{
+			fmt.Sprintf("A box holds %d %s. %s fills %d boxes and then gives away %d %s. How many %s are left?", a, item, name, b, c, item, item),
+			fmt.Sprintf("%s fills %d * %d = <<%d*%d=%d>>%d %s.\n%d - %d = <<%d-%d=%d>>%d %s are left.\n#### %d", name, a, b, a, b, a*b, a*b, item, a*b, c, a*b, c, a*b-c, a*b-c, item, a*b-c),
+			a*b - c}
+	}
+}
+
+// GenerateGSM8K makes n GSM8K-format rows exactly as verl's preprocess lays them out.
+func GenerateGSM8K(n int, seed int64) []data.Row {
+	r := newRand(seed, "gsm8k")
+	rows := make([]data.Row, n)
+	for i := range rows {
+		p := makeWordProblem(r)
+		rows[i] = data.Row{
+			DataSource:  "openai/gsm8k",
+			Prompt:      []data.Message{{Role: "user", Content: p.question + " " + GSM8KInstruction}},
+			Ability:     "math",
+			RewardModel: data.RewardModel{Style: "rule", GroundTruth: fmt.Sprint(p.answer)},
+			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "answer": p.solution, "question": p.question},
+		}
+	}
+	return rows
+}
+
+// GenerateMult makes n "multiply two 3-digit numbers" rows (calc_mult).
+func GenerateMult(n int, seed int64) []data.Row {
+	r := newRand(seed, "calc_mult")
+	rows := make([]data.Row, n)
+	for i := range rows {
+		a, b := 100+r.IntN(900), 100+r.IntN(900)
+		q := fmt.Sprintf("What is %d * %d?", a, b)
+		rows[i] = data.Row{
+			DataSource:  "calc_mult",
+			Prompt:      []data.Message{{Role: "user", Content: q + " Use the calculator tool, then output the final answer after \"####\"."}},
+			Ability:     "math",
+			RewardModel: data.RewardModel{Style: "rule", GroundTruth: fmt.Sprint(a * b)},
+			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "question": q},
+		}
+	}
+	return rows
+}
+
+// toolSystemPrompt tells the model how to finish; the chat template lists the tools and the call
+// format itself.
+func toolSystemPrompt(tool, finish string) string {
+	return strings.TrimSpace(fmt.Sprintf(`You solve problems step by step. You can call the %s tool; its result comes back in the next message. Call it as often as you need, one step at a time. When you know the answer, reply without a tool call and %s`, tool, finish))
+}

@@ -1,0 +1,246 @@
+package env
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
+	"github.com/mtgrpo/mtgrpo/env/sandbox"
+)
+
+// Config selects and tunes an environment. Zero values mean each environment's default.
+type Config struct {
+	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult 3,
+	// wiki_qa 4, frozenlake 5, guess_number 7, countdown 1, data 1 or 4 with tools).
+	MaxTurns int
+	// Context is the trajectory reward rule: "off" (weighted sum), "inverse" (1/max context
+	// tokens when format and answer are right) or "scaled" (Budget/max context tokens).
+	Context string
+	// Budget is the numerator of the "scaled" rule, in tokens.
+	Budget int
+	// Python configures the python tool's sandbox (interpreter, limits).
+	Python sandbox.Config
+	// CorpusPath is a JSONL corpus ({id, title, text}) for the search tool; default: the generated
+	// facts corpus of wiki_qa.
+	CorpusPath string
+	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
+	// so a small model can learn the rules first).
+	Slippery bool
+	// Tools lists the tools of the "data" environment: python, calculator, search.
+	Tools []string
+	// Domain picks the "data" environment's rubric: math, code, qa, general; "" chooses per row
+	// from data_source and ability.
+	Domain string
+}
+
+// Environment is a named environment, opened with a Config: it makes one Env per episode
+// (cheaply: the sandbox and search index are built once, in Open, and shared).
+type Environment struct {
+	Name        string
+	Description string
+	// MultiTurn is true when episodes can have several assistant turns.
+	MultiTurn bool
+	// New returns a fresh Env for one episode.
+	New func() Env
+	// Generate makes n tasks from a seed ("no generator" error for the data environment).
+	Generate func(n int, seed int64) ([]data.Row, error)
+}
+
+type entry struct {
+	desc string
+	open func(cfg Config, sh *shared) (*Environment, error)
+}
+
+var registry = map[string]entry{
+	"gsm8k":        {"GSM8K-format word problems, single turn, answer after ####", openGSM8K},
+	"gsm8k_python": {"GSM8K-format word problems with the python tool (MT-GRPO's gsm8k_code)", openGSM8KPython},
+	"calc_mult":    {"multiply two 3-digit numbers with the calculator tool", openCalcMult},
+	"wiki_qa":      {"questions about invented countries, answered with the search tool", openWikiQA},
+	"frozenlake":   {"FrozenLake as text (RAGEN), multi-turn", openFrozenLake},
+	"guess_number": {"guess a number in 1..100 from higher/lower feedback, multi-turn", openGuess},
+	"countdown":    {"reach a target with + - * / over given numbers (TinyZero), single turn", openCountdown},
+	"data":         {"your own dataset rows; tools and rubric from the config", openData},
+}
+
+// Names lists the registered environments, sorted.
+func Names() []string {
+	var n []string
+	for k := range registry {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Describe returns an environment's one-line description.
+func Describe(name string) string { return registry[name].desc }
+
+// Open builds the named environment.
+func Open(name string, cfg Config) (*Environment, error) {
+	e, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("env: unknown environment %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	switch cfg.Context {
+	case "", ContextOff, ContextInverse, ContextScaled:
+	default:
+		return nil, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", cfg.Context)
+	}
+	if cfg.Context == ContextScaled && cfg.Budget <= 0 {
+		return nil, fmt.Errorf("env: context reward \"scaled\" needs a token budget > 0")
+	}
+	env, err := e.open(cfg, &shared{cfg: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("env: %s: %w", name, err)
+	}
+	env.Name, env.Description = name, e.desc
+	return env, nil
+}
+
+// Generate makes n tasks of the named environment with its default configuration (the CLI's
+// `mtgrpo data gen --task … --n … --seed …`).
+func Generate(task string, n int, seed int64) ([]data.Row, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("env: n = %d", n)
+	}
+	gen, ok := generators(Config{})[task]
+	if !ok {
+		return nil, fmt.Errorf("env: no generator for %q (have: %s)", task, strings.Join(GeneratorNames(), ", "))
+	}
+	return gen(n, seed), nil
+}
+
+// GeneratorNames lists the tasks Generate knows.
+func GeneratorNames() []string {
+	var n []string
+	for k := range generators(Config{}) {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func generators(cfg Config) map[string]func(int, int64) []data.Row {
+	return map[string]func(int, int64) []data.Row{
+		"gsm8k":        GenerateGSM8K,
+		"gsm8k_python": GenerateGSM8K,
+		"calc_mult":    GenerateMult,
+		"wiki_qa":      GenerateWikiQA,
+		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.Slippery) },
+		"guess_number": GenerateGuess,
+		"countdown":    GenerateCountdown,
+	}
+}
+
+// shared holds what every episode of one opened environment shares.
+type shared struct {
+	cfg    Config
+	once   sync.Once
+	python *PythonTool
+	pyErr  error
+}
+
+func (s *shared) pythonTool() (*PythonTool, error) {
+	s.once.Do(func() { s.python, s.pyErr = NewPythonTool(s.cfg.Python) })
+	return s.python, s.pyErr
+}
+
+// withContext applies the configured length rule to a rubric.
+func withContext(cfg Config, r *Rubric) *Rubric {
+	c := *r
+	c.Context, c.Budget = cfg.Context, cfg.Budget
+	return &c
+}
+
+func generatorFor(cfg Config, name string) func(int, int64) ([]data.Row, error) {
+	g := generators(cfg)[name]
+	return func(n int, seed int64) ([]data.Row, error) { return g(n, seed), nil }
+}
+
+// chatEnvironment wraps a ChatEnv template into an Environment.
+func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) *Environment {
+	if cfg.MaxTurns > 0 {
+		tmpl.MaxTurns = cfg.MaxTurns
+	}
+	base := tmpl.RubricFor
+	tmpl.RubricFor = func(t Task) *Rubric { return withContext(cfg, base(t)) }
+	env := &Environment{
+		MultiTurn: tmpl.MaxTurns > 1,
+		New: func() Env {
+			e := tmpl
+			return &e
+		},
+	}
+	if gen != "" {
+		env.Generate = generatorFor(cfg, gen)
+	}
+	return env
+}
+
+func fixed(r func() *Rubric) func(Task) *Rubric { return func(Task) *Rubric { return r() } }
+
+const mathFinish = `give the final answer after "####", for example "#### 42".`
+
+func openGSM8K(cfg Config, _ *shared) (*Environment, error) {
+	return chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)}), nil
+}
+
+func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
+	py, err := sh.pythonTool()
+	if err != nil {
+		return nil, err
+	}
+	ts, _ := NewToolset(py)
+	return chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)}), nil
+}
+
+func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
+	ts, _ := NewToolset(Calculator{})
+	return chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)}), nil
+}
+
+func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
+	st, err := searchTool(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ts, _ := NewToolset(st)
+	return chatEnvironment(cfg, "wiki_qa", ChatEnv{System: WikiQAInstruction, Tools: ts, MaxTurns: 4, RubricFor: fixed(QARubric)}), nil
+}
+
+func searchTool(cfg Config) (*SearchTool, error) {
+	docs, _ := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
+	if cfg.CorpusPath != "" {
+		var err error
+		if docs, err = ReadCorpus(cfg.CorpusPath); err != nil {
+			return nil, err
+		}
+	}
+	return &SearchTool{Index: NewIndex(docs), K: 3}, nil
+}
+
+func openCountdown(cfg Config, _ *shared) (*Environment, error) {
+	return chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)}), nil
+}
+
+func openFrozenLake(cfg Config, _ *shared) (*Environment, error) {
+	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "frozenlake"), New: func() Env {
+		return &gameRubric{Env: &FrozenLake{MaxTurns: cfg.MaxTurns}, cfg: cfg}
+	}}, nil
+}
+
+func openGuess(cfg Config, _ *shared) (*Environment, error) {
+	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "guess_number"), New: func() Env {
+		return &gameRubric{Env: &GuessNumber{MaxTurns: cfg.MaxTurns}, cfg: cfg}
+	}}, nil
+}
+
+// gameRubric applies the configured length rule to a game's rubric.
+type gameRubric struct {
+	Env
+	cfg Config
+}
+
+func (g *gameRubric) Rubric() *Rubric { return withContext(g.cfg, g.Env.Rubric()) }

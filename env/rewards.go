@@ -1,0 +1,106 @@
+package env
+
+// Reward functions shared by the environments. Trajectory functions look at the final message
+// (the last turn, when it gave a final answer); turn functions at one turn's TurnInfo.
+
+// finalText is the final answer's text, or "" when the episode ended without one (out of turns).
+func finalText(t *Trajectory) string {
+	if len(t.Turns) == 0 || !t.Final().Final {
+		return ""
+	}
+	return t.LastAssistant()
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FormatMathReward: 1 when the final message states "#### <number>".
+func FormatMathReward(weight float64) RewardFunc {
+	return RewardFunc{Name: "format", Weight: weight, Gate: true, Fn: func(t *Trajectory) float64 {
+		return b2f(FormatMath(finalText(t)))
+	}}
+}
+
+// StrictAccuracy: 1 when the "####" answer equals the ground truth (verl's strict score).
+func StrictAccuracy(weight float64) RewardFunc {
+	return RewardFunc{Name: "accuracy_strict", Weight: weight, Gate: true, Fn: func(t *Trajectory) float64 {
+		return b2f(AnswersEqual(ExtractStrict(finalText(t)), t.Task.GroundTruth))
+	}}
+}
+
+// LenientAccuracy: 1 when any extracted answer (####, \boxed, Answer:, last number) is right.
+func LenientAccuracy(weight float64) RewardFunc {
+	return RewardFunc{Name: "accuracy", Weight: weight, Fn: func(t *Trajectory) float64 {
+		return b2f(AnswersEqual(ExtractLenient(finalText(t)), t.Task.GroundTruth))
+	}}
+}
+
+// TagAnswerAccuracy: 1 when <tag>...</tag> matches the ground truth after SQuAD normalisation
+// (numbers compare as numbers).
+func TagAnswerAccuracy(tag string, weight float64) RewardFunc {
+	return RewardFunc{Name: "accuracy", Weight: weight, Gate: true, Fn: func(t *Trajectory) float64 {
+		a, ok := ExtractTag(finalText(t), tag)
+		if !ok {
+			return 0
+		}
+		return b2f(AnswersEqual(a, t.Task.GroundTruth) || (NormalizeText(a) != "" && NormalizeText(a) == NormalizeText(t.Task.GroundTruth)))
+	}}
+}
+
+// FormatTagReward: 1 when the final message has a non-blank <tag>...</tag>.
+func FormatTagReward(tag string, weight float64) RewardFunc {
+	return RewardFunc{Name: "format", Weight: weight, Gate: true, Fn: func(t *Trajectory) float64 {
+		return b2f(FormatGeneral(finalText(t), tag))
+	}}
+}
+
+// SuccessReward: 1 when a game reports success on its last turn.
+func SuccessReward(weight float64) RewardFunc {
+	return RewardFunc{Name: "success", Weight: weight, Gate: true, Fn: func(t *Trajectory) float64 {
+		return b2f(t.Final().Success)
+	}}
+}
+
+// ToolSuccessTurn (MT-GRPO "tool executed successfully"): the fraction of the turn's tool calls
+// that ran without error; 0 for a turn without calls.
+func ToolSuccessTurn(weight float64) TurnRewardFunc {
+	return TurnRewardFunc{Name: "tool_success", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
+		in := t.Turns[i].Result.Info
+		if in.ToolCalls == 0 {
+			return 0
+		}
+		return float64(in.ToolSuccesses) / float64(in.ToolCalls)
+	}}
+}
+
+// AnswerInResultTurn (MT-GRPO "exist answer in search results"): 1 when a tool result of the
+// turn contains the ground-truth answer.
+func AnswerInResultTurn(weight float64) TurnRewardFunc {
+	return TurnRewardFunc{Name: "answer_in_result", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
+		return b2f(t.Turns[i].Result.Info.AnswerInToolResult)
+	}}
+}
+
+// ValidActionsTurn: the number of valid game actions in the turn.
+func ValidActionsTurn(weight float64) TurnRewardFunc {
+	return TurnRewardFunc{Name: "valid_actions", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
+		return float64(t.Turns[i].Result.Info.ValidActions)
+	}}
+}
+
+// MathRubric scores "####" answers: reward = strict accuracy (verl's default), with format and
+// lenient accuracy reported beside it.
+func MathRubric() *Rubric {
+	return &Rubric{Funcs: []RewardFunc{StrictAccuracy(1), FormatMathReward(0), LenientAccuracy(0)}}
+}
+
+// ToolMathRubric is MathRubric plus MT-GRPO's turn rewards.
+func ToolMathRubric() *Rubric {
+	r := MathRubric()
+	r.Turn = []TurnRewardFunc{ToolSuccessTurn(1), AnswerInResultTurn(1)}
+	return r
+}
