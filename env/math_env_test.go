@@ -48,8 +48,8 @@ func TestGSM8KScriptedPolicies(t *testing.T) {
 	truth := task.GroundTruth
 	contains(t, task.Prompt[0].Content, GSM8KInstruction)
 	cases := []struct {
-		name                      string
-		answer                    string
+		name                    string
+		answer                  string
 		strict, format, lenient float64
 	}{
 		{"correct", "Some steps.\n#### " + truth, 1, 1, 1},
