@@ -4,6 +4,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 func main() {
@@ -22,6 +24,8 @@ func run(args []string) error {
 	case "help", "-h", "--help":
 		usage()
 		return nil
+	case "version":
+		return version()
 	default:
 		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
@@ -31,5 +35,18 @@ func usage() {
 	fmt.Println(`usage: mtgrpo <command> [flags]
 
 commands:
+  version   libtorch version and CUDA availability
   help      this text`)
+}
+
+// version reports the libtorch behind the shim; it fails when the shim library was built from a
+// different shim.h than this binary.
+func version() error {
+	info, err := torch.Version()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("mtgrpo: libtorch %s, shim ABI %d, CUDA available: %v, CUDA devices: %d\n",
+		info.Torch, info.ABI, info.CUDAAvailable, info.CUDADevices)
+	return nil
 }

@@ -1,0 +1,34 @@
+package torch
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+// CUDAMemory is the CUDA caching allocator's view of one device.
+type CUDAMemory struct {
+	Allocated int64 // bytes held by live tensors
+	Reserved  int64 // bytes the allocator holds from the driver (allocated + cached)
+	Peak      int64 // the most Allocated has been since start or ResetPeak
+}
+
+// CUDAMemoryStats reports the allocator statistics of a CUDA device (an error on CPU builds).
+func CUDAMemoryStats(dev Device) CUDAMemory {
+	var a, r, p C.int64_t
+	check("CUDAMemoryStats", C.mt_cuda_memory(C.int(dev), &a, &r, &p))
+	return CUDAMemory{Allocated: int64(a), Reserved: int64(r), Peak: int64(p)}
+}
+
+// CUDAResetPeak restarts the peak statistic of dev.
+func CUDAResetPeak(dev Device) { check("CUDAResetPeak", C.mt_cuda_reset_peak(C.int(dev))) }
+
+// CUDAEmptyCache returns cached, unused blocks to the driver.
+func CUDAEmptyCache() { check("CUDAEmptyCache", C.mt_cuda_empty_cache()) }
+
+// Synchronize waits for all queued work on dev; on the CPU it returns at once.
+func Synchronize(dev Device) {
+	if !dev.IsCUDA() {
+		return
+	}
+	check("Synchronize", C.mt_cuda_synchronize(C.int(dev)))
+}
