@@ -194,10 +194,15 @@ func TestWriterRejectsBadInput(t *testing.T) {
 		{w.Add("d", F32, []int64{-1}, nil), "negative"},
 		{w.Add("__metadata__", U8, []int64{0}, nil), "reserved"},
 		{w.AddStream("e", U8, []int64{1}, nil), "nil source"},
+		{w.Add("bad\xff", U8, []int64{0}, nil), "not valid UTF-8"},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.errHas) {
 			t.Errorf("error %v, want %q", c.err, c.errHas)
 		}
+	}
+	w.SetMetadata("k", "\xfe")
+	if _, err := w.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("invalid metadata: error %v", err)
 	}
 }
 

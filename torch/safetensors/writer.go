@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"unicode/utf8"
 )
 
 // Writer collects tensors and writes them as one safetensors file (WriteFile, WriteTo) or as a
@@ -75,6 +76,10 @@ func (w *Writer) newEntry(name string, dtype DType, shape []int64) (*entry, erro
 	if _, dup := w.entries[name]; dup {
 		return nil, fmt.Errorf("safetensors: tensor %q added twice", name)
 	}
+	if !utf8.ValidString(name) {
+		// encoding/json would silently replace the bad bytes, saving the tensor under another name.
+		return nil, fmt.Errorf("safetensors: tensor name %q is not valid UTF-8", name)
+	}
 	size, err := byteSize(dtype, shape)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
@@ -109,7 +114,10 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 
 // writeSubset writes a file holding the named tensors (sorted) and returns the bytes written.
 func (w *Writer) writeSubset(out io.Writer, names []string) (int64, error) {
-	hdr := w.header(names)
+	hdr, err := w.header(names)
+	if err != nil {
+		return 0, err
+	}
 	cw := &countWriter{w: out}
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], uint64(len(hdr)))
@@ -126,9 +134,12 @@ func (w *Writer) writeSubset(out io.Writer, names []string) (int64, error) {
 // header renders the JSON header for names (sorted): keys in byte order, as encoding/json sorts
 // map keys, so "__metadata__" lands between upper- and lower-case names; padded with spaces so
 // that the data buffer starts at a multiple of 8 bytes.
-func (w *Writer) header(names []string) []byte {
+func (w *Writer) header(names []string) ([]byte, error) {
 	meta := map[string]string{"format": "pt"}
 	for k, v := range w.metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return nil, fmt.Errorf("safetensors: metadata %q: %q is not valid UTF-8", k, v)
+		}
 		meta[k] = v
 	}
 	type info struct {
@@ -147,13 +158,13 @@ func (w *Writer) header(names []string) []byte {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(all); err != nil {
-		panic(err) // strings, ints and slices always encode
+		return nil, fmt.Errorf("safetensors: encoding the header: %w", err)
 	}
 	hdr := bytes.TrimRight(buf.Bytes(), "\n")
 	for len(hdr)%8 != 0 {
 		hdr = append(hdr, ' ')
 	}
-	return hdr
+	return hdr, nil
 }
 
 func (e *entry) writeData(out io.Writer) error {
