@@ -30,7 +30,10 @@ const cgj = '\u034F'
 
 func (u unicodeNormalizer) normalize(s string) string {
 	out := u.form.String(s)
-	if strings.Count(out, string(cgj)) > strings.Count(s, string(cgj)) {
+	if out == s {
+		return s
+	}
+	if strings.Count(out, string(cgj)) > strings.Count(s, string(cgj)) || hasRustUnassigned(s) || hasRustUnassigned(out) {
 		return slowNormalize(s, u.form)
 	}
 	return out
@@ -38,7 +41,8 @@ func (u unicodeNormalizer) normalize(s string) string {
 
 // slowNormalize is UAX #15: full decomposition, canonical ordering of non-starters, then
 // (for NFC / NFKC) canonical composition. Single characters are decomposed and pairs
-// composed with package norm, which never meets long runs there.
+// composed with package norm, which never meets long runs there. Characters of
+// rustUnassigned are left alone, as the Rust normalizer does.
 func slowNormalize(s string, form norm.Form) string {
 	decomp := norm.NFD
 	if form == norm.NFKC || form == norm.NFKD {
@@ -46,6 +50,10 @@ func slowNormalize(s string, form norm.Form) string {
 	}
 	var seq []rune
 	for _, r := range s {
+		if !rustKnows(r) {
+			seq = append(seq, r)
+			continue
+		}
 		for _, d := range decomp.String(string(r)) {
 			seq = append(seq, d)
 		}
@@ -62,6 +70,9 @@ func slowNormalize(s string, form norm.Form) string {
 }
 
 func combiningClass(r rune) uint8 {
+	if !rustKnows(r) {
+		return 0
+	}
 	var buf [utf8.UTFMax]byte
 	n := utf8.EncodeRune(buf[:], r)
 	return norm.NFD.Properties(buf[:n]).CCC()
@@ -119,9 +130,12 @@ func compose(seq []rune, ccc []uint8) []rune {
 }
 
 func primaryComposite(a, b rune) (rune, bool) {
+	if !rustKnows(a) || !rustKnows(b) {
+		return 0, false
+	}
 	s := norm.NFC.String(string([]rune{a, b}))
 	r, n := utf8.DecodeRuneInString(s)
-	if n == len(s) && r != utf8.RuneError {
+	if n == len(s) && r != utf8.RuneError && rustKnows(r) {
 		return r, true
 	}
 	return 0, false
@@ -143,4 +157,18 @@ func (q normalizerSequence) normalize(s string) string {
 		s = n.normalize(s)
 	}
 	return s
+}
+
+// runeRanges compresses a set of runes into sorted inclusive ranges.
+func runeRanges(rs []rune) [][2]rune {
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	var out [][2]rune
+	for _, r := range rs {
+		if n := len(out); n > 0 && out[n-1][1] == r-1 {
+			out[n-1][1] = r
+			continue
+		}
+		out = append(out, [2]rune{r, r})
+	}
+	return out
 }

@@ -1,0 +1,106 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The Rust library normalises with unicode-normalization-alignments, whose Unicode tables are
+// older than Go's. Characters assigned since then are, to it, plain starters without
+// decomposition. TestRustUnicodeTables probes every character with normalisation
+// properties in Go through the Rust normalizers and checks that rustUnassigned (the table
+// normalize.go applies) is exactly the set that behaves differently.
+
+type probe struct {
+	r     rune
+	input string
+}
+
+// normProbes builds, per candidate rune, strings that expose its decomposition, its
+// combining class (does it reorder past U+0334, class 1, or let U+0301 pass?) and its
+// composition.
+func normProbes() []probe {
+	var ps []probe
+	for r := rune(0); r <= utf8.MaxRune; r++ {
+		if r >= 0xD800 && r <= 0xDFFF {
+			continue
+		}
+		s := string(r)
+		ccc := combiningClass(r)
+		nfd, nfkd := norm.NFD.String(s), norm.NFKD.String(s)
+		if ccc == 0 && nfd == s && nfkd == s {
+			continue
+		}
+		ps = append(ps, probe{r, s})
+		switch {
+		case ccc > 1:
+			ps = append(ps, probe{r, "x" + s + "\u0334"})
+		case ccc == 1:
+			ps = append(ps, probe{r, "x\u0301" + s})
+		}
+		if nfd != s && norm.NFC.String(nfd) == s {
+			ps = append(ps, probe{r, nfd})
+		}
+	}
+	return ps
+}
+
+func rustNormalize(t *testing.T, form string, inputs []string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	data, _ := json.Marshal(inputs)
+	if err := os.WriteFile(in, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "../scripts/tokenizer/normalize.js", form, in, out)
+	cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir())
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("normalize.js: %v\n%s", err, msg)
+	}
+	var res []string
+	data, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(data, &res)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRustUnicodeTables(t *testing.T) {
+	requireAssets(t)
+	ps := normProbes()
+	inputs := make([]string, len(ps))
+	for i, p := range ps {
+		inputs[i] = p.input
+	}
+	forms := map[string]norm.Form{"nfc": norm.NFC, "nfd": norm.NFD, "nfkc": norm.NFKC, "nfkd": norm.NFKD}
+	differ := map[rune]bool{}
+	for name, form := range forms {
+		want := rustNormalize(t, name, inputs)
+		n := unicodeNormalizer{form}
+		for i, p := range ps {
+			if got := n.normalize(p.input); got != want[i] {
+				differ[p.r] = true
+				if len(differ) <= 10 {
+					t.Errorf("%s(%+q): go %+q, rust %+q", name, p.input, got, want[i])
+				}
+			}
+		}
+	}
+	if len(differ) > 0 {
+		var list []rune
+		for r := range differ {
+			list = append(list, r)
+		}
+		t.Errorf("%d characters normalise differently; rustUnassigned should gain: %v", len(list), runeRanges(list))
+	}
+}
