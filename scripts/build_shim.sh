@@ -32,6 +32,10 @@ if [ "$TORCH_CUDA" = 1 ]; then
   # cuda_runtime_api.h from the nvidia-cuda-runtime pip package, when there is no toolkit.
   pyinc=$(python3 -c 'import nvidia.cuda_runtime,os;print(os.path.join(list(nvidia.cuda_runtime.__path__)[0],"include"))' 2>/dev/null || true)
   [ -n "$pyinc" ] && [ -d "$pyinc" ] && TORCH_INC="$TORCH_INC -I$pyinc"
+  # nccl.h for ProcessGroupNCCL (dist.cpp) from the nvidia NCCL pip package, wherever it put it;
+  # without it dist.cpp builds without NCCL and CUDA process groups report that.
+  ncclinc=$(python3 -c 'import nvidia,glob,os;h=[x for p in nvidia.__path__ for x in glob.glob(os.path.join(p,"**","include","nccl.h"),recursive=True)];print(os.path.dirname(h[0]) if h else "")' 2>/dev/null || true)
+  [ -n "$ncclinc" ] && [ -d "$ncclinc" ] && TORCH_INC="$TORCH_INC -I$ncclinc"
   # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
   libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
 fi
