@@ -22,6 +22,9 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#if defined(MTGRPO_CUDA) && !defined(MT_HAVE_NCCL)
+#warning "nccl.h not found: this shim will have no NCCL (CUDA) process groups"
+#endif
 
 #include "dist.h"
 #include "shim_internal.h"
