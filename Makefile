@@ -7,7 +7,7 @@ SHIM    := build/libmtgrpo_torch.so
 BIN     := bin/mtgrpo
 STAMP   := build/.setup-done
 
-.PHONY: setup shim build test test-short bench demo fmt vet clean
+.PHONY: setup shim build test test-short bench bench-torch demo fmt vet clean
 
 # setup: system packages, Go modules, npm assets (see scripts/setup.sh). Re-run with `make setup`.
 $(STAMP): scripts/setup.sh scripts/libtorch.sh scripts/npm/package.json
@@ -34,6 +34,13 @@ test-short: $(SHIM)
 
 bench: $(SHIM)
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./... | tee build/bench.txt
+
+# bench-torch: the binding's per-call overhead and matmul rate against libtorch called from C++
+# (docs/bench/torch.md).
+bench-torch: $(SHIM)
+	scripts/build_shim.sh bench
+	build/libtorch_bench
+	$(GO) test -run '^$$' -bench . -benchtime 1s ./torch
 
 demo: build
 	$(BIN) demo

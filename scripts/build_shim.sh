@@ -7,6 +7,8 @@
 # against a CUDA libtorch (TORCH_CUDA=1).
 #
 #   scripts/build_shim.sh            build (incremental)
+#   scripts/build_shim.sh bench      also build build/libtorch_bench (torch/csrc/bench: libtorch
+#                                    called directly, the reference for the binding benchmarks)
 #   CXXFLAGS_EXTRA=-g scripts/build_shim.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,4 +88,10 @@ if [ "$relink" = 1 ]; then
   mv "$OUT.tmp" "$OUT"
   printf '%s' "${objs[*]}" >"$listed"
   echo "build_shim: $OUT"
+fi
+
+if [ "${1:-}" = bench ]; then
+  # shellcheck disable=SC2086
+  $CXX $cxxflags -o build/libtorch_bench "$SRC"/bench/*.cpp -L"$TORCH_LIBDIR" -Wl,-rpath,"$TORCH_LIBDIR" $libs
+  echo "build_shim: build/libtorch_bench"
 fi
