@@ -1,0 +1,107 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Read loads rows from a .parquet or .jsonl (.json, .ndjson) file, chosen by extension.
+func Read(path string, opt Options) ([]Row, Stats, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".pq":
+		return ReadParquet(path, opt)
+	case ".jsonl", ".json", ".ndjson":
+		return ReadJSONL(path, opt)
+	}
+	return nil, Stats{}, fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
+}
+
+// Write saves rows as .parquet or .jsonl, chosen by extension.
+func Write(path string, rows []Row) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".pq":
+		return WriteParquet(path, rows)
+	case ".jsonl", ".json", ".ndjson":
+		return WriteJSONL(path, rows)
+	}
+	return fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
+}
+
+// ApplyGroundTruth fills reward_model.ground_truth from a separate file, for datasets that keep
+// answers apart from prompts. The file is either JSONL, each line {"index": n, "ground_truth": …}
+// (matched to extra_info.index) or {"ground_truth": …} (matched by position), or plain text with
+// one answer per line, matched by position. A count mismatch or an unknown index is an error.
+func ApplyGroundTruth(rows []Row, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	byIndex := map[int64]int{}
+	for i, r := range rows {
+		if idx, ok := r.ExtraInfo["index"].(int64); ok {
+			byIndex[idx] = i
+		}
+	}
+	positional := 0
+	for n, l := range lines {
+		truth, idx, hasIdx, err := truthLine(l)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", path, n+1, err)
+		}
+		target := positional
+		if hasIdx {
+			i, ok := byIndex[idx]
+			if !ok {
+				return fmt.Errorf("%s line %d: no row has extra_info.index %d", path, n+1, idx)
+			}
+			target = i
+		} else {
+			positional++
+		}
+		if target >= len(rows) {
+			return fmt.Errorf("%s: %d answers for %d rows", path, len(lines), len(rows))
+		}
+		rows[target].RewardModel.GroundTruth = truth
+	}
+	if positional > 0 && positional != len(rows) {
+		return fmt.Errorf("%s: %d answers for %d rows", path, positional, len(rows))
+	}
+	return nil
+}
+
+func truthLine(l string) (truth string, idx int64, hasIdx bool, err error) {
+	if !strings.HasPrefix(strings.TrimSpace(l), "{") {
+		return strings.TrimSpace(l), 0, false, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(l), &obj); err != nil {
+		return "", 0, false, fmt.Errorf("not JSON: %v", err)
+	}
+	gt, ok := obj["ground_truth"]
+	if !ok {
+		return "", 0, false, fmt.Errorf("no ground_truth field")
+	}
+	if raw, ok := obj["index"]; ok {
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return "", 0, false, fmt.Errorf("index: want an integer, got %s", clip(raw))
+		}
+		hasIdx = true
+	}
+	return truthText(gt), idx, hasIdx, nil
+}

@@ -1,0 +1,51 @@
+package env
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// FuzzParseToolCalls: any assistant text parses without panicking; every call has a name and a
+// JSON-object argument; running the calls through a toolset counts every attempt.
+func FuzzParseToolCalls(f *testing.F) {
+	for _, s := range []string{
+		`<tool_call>{"name": "calculator", "arguments": {"expression": "1+2"}}</tool_call>`,
+		`text <tool_call>{"name": "x", "arguments": "{\"a\": 1}"}</tool_call> more <tool_call>{bad`,
+		`<|python_tag|>{"name": "calculator", "parameters": {"expression": "2^10"}}`,
+		`{"name": "calculator", "parameters": {"expression": "-(3)"}}`,
+		"</tool_call><tool_call></tool_call>",
+		"plain answer #### 42",
+	} {
+		f.Add(s)
+	}
+	ts, _ := NewToolset(Calculator{})
+	f.Fuzz(func(t *testing.T, s string) {
+		p := ParseToolCalls(s)
+		for _, c := range p.Calls {
+			if c.Function.Name == "" || len(c.Function.Arguments) == 0 || c.Function.Arguments[0] != '{' {
+				t.Fatalf("bad call %+v from %q", c, s)
+			}
+		}
+		if strings.Contains(p.Content, qwenOpen) && len(p.Errors) == 0 {
+			t.Fatalf("markup left in content without an error: %q", p.Content)
+		}
+		msgs, _, info := ts.Run(context.Background(), 0, p)
+		if info.ToolCalls != p.Attempts() || len(msgs) != p.Attempts() || info.ToolSuccesses+info.ToolErrors != info.ToolCalls {
+			t.Fatalf("counts %+v for %d attempts", info, p.Attempts())
+		}
+	})
+}
+
+// FuzzEvaluate: the calculator never panics or hangs on any expression.
+func FuzzEvaluate(f *testing.F) {
+	for _, s := range []string{"1+2*3", "2^-3", "((1))", "1/0", "9^9999", "-.5", "1,0.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := Evaluate(s)
+		if err == nil && v == nil {
+			t.Fatal("nil value without error")
+		}
+	})
+}
