@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 )
@@ -188,14 +189,18 @@ func decodeExtra(v json.RawMessage) (map[string]any, *fieldErr) {
 	return m, nil
 }
 
-// plainNumbers turns json.Numbers into int64 (integers) or float64.
+// plainNumbers turns json.Numbers into int64 (integers) or float64; a number no float64 can
+// hold stays as its text.
 func plainNumbers(x any) any {
 	switch v := x.(type) {
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
 			return i
 		}
-		f, _ := v.Float64()
+		f, err := v.Float64()
+		if err != nil || math.IsInf(f, 0) {
+			return v.String() // out of float64 range (1e400): kept as its literal text
+		}
 		return f
 	case map[string]any:
 		for k, e := range v {
