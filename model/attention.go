@@ -1,0 +1,45 @@
+package model
+
+import "github.com/mtgrpo/mtgrpo/torch"
+
+// attention is what every layer's attention block needs for one forward pass: the RoPE angles of
+// the batch's positions, the mask, and in generation the KV cache and where the new keys go. It is
+// built once per pass (newAttention, KVCache.step) and shared by all layers.
+type attention struct {
+	cos, sin *torch.Tensor // [B, 1, T, D] in the model dtype
+	mask     *torch.Tensor // bool [B, 1, T, Tk], true = may attend; nil means plain causal
+	cache    *KVCache      // nil outside generation
+	write    *cacheWrite
+}
+
+// newAttention uploads RoPE tables for pos ([rows*cols] position ids) and the mask (nil: causal).
+func (m *Model) newAttention(pos []int32, rows, cols int, mask []bool, keys int) *attention {
+	d := int64(m.Config.HeadDimension())
+	cos, sin := ropeTables(m.invFreq, pos)
+	a := &attention{
+		cos: torch.FromSlice(cos, int64(rows), 1, int64(cols), d).To(m.Device, m.DType),
+		sin: torch.FromSlice(sin, int64(rows), 1, int64(cols), d).To(m.Device, m.DType),
+	}
+	if mask != nil {
+		a.mask = torch.FromSlice(mask, int64(rows), 1, int64(cols), int64(keys)).ToDevice(m.Device)
+	}
+	return a
+}
+
+// rope rotates q or k [B, H, T, D] by the pass's positions.
+func (a *attention) rope(x *torch.Tensor) *torch.Tensor { return applyRope(x, a.cos, a.sin) }
+
+// cached writes the new keys and values of layer into the cache and returns all keys and values the
+// batch's queries may see, [B, kv_heads, Tk, D]. Outside generation it returns k and v unchanged.
+func (a *attention) cached(layer int, k, v *torch.Tensor) (*torch.Tensor, *torch.Tensor) {
+	if a.cache == nil {
+		return k, v
+	}
+	return a.write.apply(a.cache.K[layer], k), a.write.apply(a.cache.V[layer], v)
+}
+
+// attend is softmax(q kᵀ/√D + mask) v with grouped-query heads, merged back to [B, T, heads·D].
+func (a *attention) attend(q, k, v *torch.Tensor) *torch.Tensor {
+	o := torch.AttentionOpts{Mask: a.mask, Causal: a.mask == nil}
+	return mergeHeads(torch.ScaledDotProductAttention(q, k, v, o))
+}

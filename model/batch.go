@@ -1,0 +1,180 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Batch is a set of token sequences laid out for one training or scoring forward pass.
+//
+// Padded (the default): one row per sequence, right-padded to the longest, [B, T]; a sequence
+// attends causally to its own tokens only. Packed: all sequences end to end in one row, [1, ΣT],
+// with position ids restarting at 0 for each sequence and a block-diagonal causal mask, so no
+// compute is spent on padding. Per-token results (log-probs, entropies) come back as float32
+// tensors in the same [rows, cols] layout; Tensor and Values convert between that layout and
+// per-sequence Go slices.
+type Batch struct {
+	Seqs   [][]int32
+	Packed bool
+
+	rows, cols int
+	row, start []int   // where sequence i sits: row, first column
+	ids        []int64 // [rows*cols], 0 at padding
+	pos        []int32 // [rows*cols], position ids (0 at padding)
+}
+
+// NewBatch lays out seqs (each non-empty) padded or packed.
+func NewBatch(seqs [][]int32, packed bool) (*Batch, error) {
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("model: empty batch")
+	}
+	b := &Batch{Seqs: seqs, Packed: packed, row: make([]int, len(seqs)), start: make([]int, len(seqs))}
+	for i, s := range seqs {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("model: batch sequence %d is empty", i)
+		}
+		if packed {
+			b.row[i], b.start[i] = 0, b.cols
+			b.cols += len(s)
+		} else {
+			b.row[i] = i
+			b.cols = max(b.cols, len(s))
+		}
+	}
+	b.rows = 1
+	if !packed {
+		b.rows = len(seqs)
+	}
+	b.ids = make([]int64, b.rows*b.cols)
+	b.pos = make([]int32, b.rows*b.cols)
+	for i, s := range seqs {
+		o := b.row[i]*b.cols + b.start[i]
+		for t, id := range s {
+			b.ids[o+t] = int64(id)
+			b.pos[o+t] = int32(t)
+		}
+	}
+	return b, nil
+}
+
+// Shape is the [rows, cols] layout of the batch's per-token tensors.
+func (b *Batch) Shape() (rows, cols int) { return b.rows, b.cols }
+
+// Tokens is the number of real (non-padding) tokens.
+func (b *Batch) Tokens() int {
+	n := 0
+	for _, s := range b.Seqs {
+		n += len(s)
+	}
+	return n
+}
+
+// full reports a batch whose rows are single sequences with no padding: plain causal attention.
+func (b *Batch) full() bool {
+	if b.Packed && len(b.Seqs) > 1 {
+		return false
+	}
+	for _, s := range b.Seqs {
+		if len(s) != b.cols {
+			return false
+		}
+	}
+	return true
+}
+
+// mask is the bool attention mask [rows, 1, cols, cols]: token i attends to token j iff both belong
+// to the same sequence and j <= i. Padding rows attend to their row's first token, so no softmax row
+// is empty (their outputs are never read).
+func (b *Batch) mask() []bool {
+	seq := make([]int, b.rows*b.cols) // sequence index of every cell, -1 at padding
+	for i := range seq {
+		seq[i] = -1
+	}
+	for i, s := range b.Seqs {
+		o := b.row[i]*b.cols + b.start[i]
+		for t := range s {
+			seq[o+t] = i
+		}
+	}
+	n := b.cols
+	m := make([]bool, b.rows*n*n)
+	for r := 0; r < b.rows; r++ {
+		for i := 0; i < n; i++ {
+			si := seq[r*n+i]
+			line := m[(r*n+i)*n : (r*n+i+1)*n]
+			if si < 0 {
+				line[0] = true
+				continue
+			}
+			for j := b.start[si]; j <= i; j++ {
+				line[j] = true
+			}
+		}
+	}
+	return m
+}
+
+// scored lists, for every token that has a predecessor in its sequence, the flat index of the
+// position that predicts it, the token itself, and its own flat index (where its log-prob goes).
+func (b *Batch) scored() (pred, target, at []int64) {
+	for i, s := range b.Seqs {
+		o := b.row[i]*b.cols + b.start[i]
+		for t := 1; t < len(s); t++ {
+			pred = append(pred, int64(o+t-1))
+			target = append(target, int64(s[t]))
+			at = append(at, int64(o+t))
+		}
+	}
+	return pred, target, at
+}
+
+// checkIDs refuses token ids outside the vocabulary, naming the sequence and position.
+func (b *Batch) checkIDs(vocab int) error {
+	for i, s := range b.Seqs {
+		for t, id := range s {
+			if id < 0 || int(id) >= vocab {
+				return fmt.Errorf("model: sequence %d, token %d: id %d is outside the vocabulary [0, %d)", i, t, id, vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// Tensor lays per-token values out as a float32 [rows, cols] tensor on dev (0 at padding): values[i]
+// must have one entry per token of sequence i. Use it for loss masks, advantages and old log-probs.
+func (b *Batch) Tensor(values [][]float32, dev torch.Device) (*torch.Tensor, error) {
+	if len(values) != len(b.Seqs) {
+		return nil, fmt.Errorf("model: %d value rows for %d sequences", len(values), len(b.Seqs))
+	}
+	flat := make([]float32, b.rows*b.cols)
+	for i, v := range values {
+		if len(v) != len(b.Seqs[i]) {
+			return nil, fmt.Errorf("model: sequence %d has %d tokens but %d values", i, len(b.Seqs[i]), len(v))
+		}
+		copy(flat[b.row[i]*b.cols+b.start[i]:], v)
+	}
+	var t *torch.Tensor
+	err := torch.Do(func() error {
+		t = torch.FromSlice(flat, int64(b.rows), int64(b.cols)).ToDevice(dev)
+		return nil
+	})
+	return t, err
+}
+
+// Values reads a [rows, cols] per-token tensor back as one slice per sequence.
+func (b *Batch) Values(t *torch.Tensor) ([][]float32, error) {
+	var flat []float32
+	if err := torch.Do(func() error { flat = t.Detach().Float32s(); return nil }); err != nil {
+		return nil, err
+	}
+	if len(flat) != b.rows*b.cols {
+		return nil, fmt.Errorf("model: tensor has %d elements, batch layout is %dx%d", len(flat), b.rows, b.cols)
+	}
+	out := make([][]float32, len(b.Seqs))
+	for i, s := range b.Seqs {
+		o := b.row[i]*b.cols + b.start[i]
+		out[i] = append([]float32(nil), flat[o:o+len(s)]...)
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// DType of the saved tensors ("bfloat16", "float32", ...); empty keeps the model's dtype, which
+	// makes Load → Export → Load bit-exact.
+	DType string
+	// MaxShardBytes splits the weights into model-0000K-of-0000N.safetensors shards plus
+	// model.safetensors.index.json above this size; 0 means 5 GB (transformers' default).
+	MaxShardBytes int64
+}
+
+// tokenizerFiles are copied by Export from Model.TokenizerDir when present.
+var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+	"vocab.json", "merges.txt", "added_tokens.json", "chat_template.jinja", "chat_template.json"}
+
+// Export writes a directory that transformers' from_pretrained loads: config.json (torch_dtype set
+// to the saved dtype), generation_config.json, the weights (single file or shards with the index;
+// a tied head is not saved, as transformers does) and the tokenizer files. Run it on the torch
+// thread.
+func (m *Model) Export(dir string, o ExportOptions) (err error) {
+	defer torch.Recover(&err)
+	dt := m.DType
+	if o.DType != "" {
+		if dt, err = torch.ParseDType(o.DType); err != nil {
+			return fmt.Errorf("model: export: %w", err)
+		}
+	}
+	if o.MaxShardBytes <= 0 {
+		o.MaxShardBytes = 5 << 30
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("model: export: %w", err)
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	tensors := map[string]*torch.Tensor{}
+	for _, w := range m.weights() {
+		t := (*w.t).Detach()
+		if dt != m.DType || m.Device != torch.CPU {
+			t = t.To(torch.CPU, dt)
+		}
+		tensors[w.name] = t
+	}
+	meta := map[string]string{"format": "pt"}
+	if _, err := torch.SaveSafetensorsDir(dir, tensors, meta, o.MaxShardBytes); err != nil {
+		return fmt.Errorf("model: export %s: %w", dir, err)
+	}
+	cfg := *m.Config
+	setDType(&cfg, dt)
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return err
+	}
+	gen := m.Generation
+	if gen == nil {
+		gen = generationFromConfig(m.Config)
+	}
+	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
+		return err
+	}
+	return copyTokenizer(m.TokenizerDir, dir)
+}
+
+// setDType records the saved dtype under the key the config already uses (torch_dtype by default).
+func setDType(c *Config, dt torch.DType) {
+	if c.Dtype != "" {
+		c.Dtype = dt.String()
+		return
+	}
+	c.TorchDtype = dt.String()
+}
+
+// copyTokenizer copies the tokenizer files of src that exist into dst.
+func copyTokenizer(src, dst string) error {
+	if src == "" {
+		return nil
+	}
+	if a, b := filepath.Clean(src), filepath.Clean(dst); a == b {
+		return nil
+	}
+	for _, name := range tokenizerFiles {
+		if err := copyFile(filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("model: export: %w", err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,166 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// ForwardOptions configure LogProbs and Train.
+type ForwardOptions struct {
+	// Temperature divides the logits before the softmax (the sampler's temperature, so that training
+	// log-probs match the distribution the tokens were sampled from). 0 means 1.
+	Temperature float64
+	// Entropy also returns the per-token entropy of the (tempered) predictive distribution.
+	Entropy bool
+	// ChunkTokens is how many tokens' logits are materialised at once in the head. 0 picks about
+	// 64M logits (256 MB of float32): 441 tokens at Qwen's 151,936 vocabulary.
+	ChunkTokens int
+	// Checkpoint (Train only) recomputes each decoder layer in the backward pass instead of keeping
+	// its activations: memory for one layer's activations plus one [tokens, hidden] input per layer.
+	Checkpoint bool
+}
+
+func (o ForwardOptions) chunk(vocab int) int {
+	if o.ChunkTokens > 0 {
+		return o.ChunkTokens
+	}
+	return max(1, (64<<20)/vocab)
+}
+
+func (o ForwardOptions) temperature() float64 {
+	if o.Temperature <= 0 {
+		return 1
+	}
+	return o.Temperature
+}
+
+// Output holds per-token results in the batch's [rows, cols] layout, float32. At the position of
+// token t of a sequence, LogProbs holds log p(token_t | tokens_<t of its sequence) and Entropy the
+// entropy of that predictive distribution; both are 0 at each sequence's first token and at padding.
+type Output struct {
+	LogProbs *torch.Tensor
+	Entropy  *torch.Tensor // nil unless ForwardOptions.Entropy
+}
+
+// inputs prepares the ids tensor and the attention state of a batch.
+func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention, error) {
+	if err := b.checkIDs(m.Config.VocabSize); err != nil {
+		return nil, nil, err
+	}
+	ids := torch.FromSlice(b.ids, int64(b.rows), int64(b.cols)).ToDevice(m.Device)
+	var mask []bool
+	if !b.full() {
+		mask = b.mask()
+	}
+	return ids, m.newAttention(b.pos, b.rows, b.cols, mask, b.cols), nil
+}
+
+// layers runs x through every decoder layer; each layer's temporaries are freed as it returns.
+func (m *Model) layers(x *torch.Tensor, a *attention) *torch.Tensor {
+	for _, l := range m.Layers {
+		in := x
+		x = torch.Scoped(func() *torch.Tensor { return l.Forward(in, a) })
+	}
+	return x
+}
+
+// Hidden returns the final hidden states (after the last norm, as HF's last_hidden_state) [rows,
+// cols, hidden] in the model dtype, without gradients.
+func (m *Model) Hidden(b *Batch) (h *torch.Tensor, err error) {
+	defer torch.Recover(&err)
+	torch.NoGrad(func() {
+		var ids *torch.Tensor
+		var a *attention
+		if ids, a, err = m.inputs(b); err != nil {
+			return
+		}
+		h = torch.Scoped(func() *torch.Tensor { return m.Norm.Forward(m.layers(m.embed(ids), a)) })
+	})
+	return h, err
+}
+
+// Logits returns the full float32 logits [rows, cols, vocab] without gradients. Meant for small
+// models and tests: training and scoring use LogProbs and Train, which never hold more than
+// ChunkTokens rows of logits.
+func (m *Model) Logits(b *Batch) (logits *torch.Tensor, err error) {
+	defer torch.Recover(&err)
+	torch.NoGrad(func() {
+		var ids *torch.Tensor
+		var a *attention
+		if ids, a, err = m.inputs(b); err != nil {
+			return
+		}
+		logits = torch.Scoped(func() *torch.Tensor { return m.logits(m.layers(m.embed(ids), a)) })
+	})
+	return logits, err
+}
+
+// LogProbs scores every token of the batch under the model (no gradients): old-policy and reference
+// log-probs. See Output for the alignment.
+func (m *Model) LogProbs(b *Batch, o ForwardOptions) (out *Output, err error) {
+	defer torch.Recover(&err)
+	torch.NoGrad(func() {
+		var ids *torch.Tensor
+		var a *attention
+		if ids, a, err = m.inputs(b); err != nil {
+			return
+		}
+		h := torch.Scoped(func() *torch.Tensor { return m.layers(m.embed(ids), a) })
+		out = m.head(b, h.View(-1, int64(m.Config.HiddenSize)), o)
+	})
+	return out, err
+}
+
+// head computes log-probs (and entropies) of every scored token from pre-norm hidden states
+// hflat [rows*cols, hidden], ChunkTokens rows of logits at a time, and lays them out [rows, cols].
+func (m *Model) head(b *Batch, hflat *torch.Tensor, o ForwardOptions) *Output {
+	pred, target, at := b.scored()
+	out := &Output{LogProbs: torch.Zeros([]int64{int64(b.rows * b.cols)}, torch.Float32, m.Device)}
+	if o.Entropy {
+		out.Entropy = torch.Zeros([]int64{int64(b.rows * b.cols)}, torch.Float32, m.Device)
+	}
+	step := o.chunk(m.Config.VocabSize)
+	for lo := 0; lo < len(pred); lo += step {
+		hi := min(lo+step, len(pred))
+		s := torch.NewScope()
+		where := torch.FromSlice(at[lo:hi]).ToDevice(m.Device)
+		lp, ent := m.scoreChunk(hflat, pred[lo:hi], target[lo:hi], o)
+		out.LogProbs.IndexCopy_(0, where, lp)
+		if o.Entropy {
+			out.Entropy.IndexCopy_(0, where, ent)
+		}
+		s.Close()
+	}
+	out.LogProbs = out.LogProbs.View(int64(b.rows), int64(b.cols))
+	if o.Entropy {
+		out.Entropy = out.Entropy.View(int64(b.rows), int64(b.cols))
+	}
+	return out
+}
+
+// scoreChunk is the head on a few rows: norm → lm_head → float32 → /temperature → log_softmax,
+// taken at the targets; entropy −Σ p log p when asked (nil otherwise).
+func (m *Model) scoreChunk(hflat *torch.Tensor, pred, target []int64, o ForwardOptions) (lp, ent *torch.Tensor) {
+	rows := torch.FromSlice(pred).ToDevice(m.Device)
+	tgt := torch.FromSlice(target).ToDevice(m.Device)
+	logits := m.logits(hflat.IndexSelect(0, rows))
+	if t := o.temperature(); t != 1 {
+		logits = logits.DivScalar(t)
+	}
+	logp := logits.LogSoftmax(-1)
+	lp = logp.Gather(-1, tgt.Unsqueeze(-1)).Squeeze(-1)
+	if o.Entropy {
+		ent = logp.Exp().Mul(logp).Sum(false, -1).Neg()
+	}
+	return lp, ent
+}
+
+// checkTrainable refuses a training pass over frozen weights with a clear message (otherwise
+// libtorch fails deep in backward).
+func (m *Model) checkTrainable() error {
+	if !m.EmbedTokens.RequiresGrad() {
+		return fmt.Errorf("model: weights are frozen: call SetTrainable(true) before Train")
+	}
+	return nil
+}

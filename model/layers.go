@@ -1,0 +1,59 @@
+package model
+
+import "github.com/mtgrpo/mtgrpo/torch"
+
+// Leaf layers shared by every architecture: Linear, RMSNorm, the SwiGLU MLP, RoPE and attention.
+// Everything above them (which projections have a bias, whether q/k are normalised) is written out
+// per architecture in llama.go, qwen2.go and qwen3.go.
+
+// Linear is y = x Wᵀ + b with W [out, in] as HF stores it; Bias is nil when the layer has none.
+type Linear struct {
+	Weight, Bias *torch.Tensor
+}
+
+// Forward applies the layer to x [..., in].
+func (l *Linear) Forward(x *torch.Tensor) *torch.Tensor { return torch.Linear(x, l.Weight, l.Bias) }
+
+// RMSNorm is weight · x / sqrt(mean(x²) + eps), computed in float32 and cast back before the weight
+// multiply, as HF's LlamaRMSNorm / Qwen2RMSNorm / Qwen3RMSNorm.
+type RMSNorm struct {
+	Weight *torch.Tensor
+	Eps    float64
+}
+
+// Forward normalises over the last dimension.
+func (n *RMSNorm) Forward(x *torch.Tensor) *torch.Tensor { return torch.RMSNorm(x, n.Weight, n.Eps) }
+
+// MLP is SwiGLU: down(silu(gate(x)) · up(x)).
+type MLP struct {
+	GateProj, UpProj, DownProj Linear
+}
+
+// Forward applies the MLP to x [..., hidden].
+func (m *MLP) Forward(x *torch.Tensor) *torch.Tensor {
+	return m.DownProj.Forward(torch.SiluMul(m.GateProj.Forward(x), m.UpProj.Forward(x)))
+}
+
+// splitHeads reshapes a projection [B, T, heads·D] to [B, heads, T, D].
+func splitHeads(x *torch.Tensor, heads, headDim int) *torch.Tensor {
+	s := x.Shape()
+	return x.View(s[0], s[1], int64(heads), int64(headDim)).Transpose(1, 2)
+}
+
+// mergeHeads reshapes attention output [B, heads, T, D] back to [B, T, heads·D].
+func mergeHeads(x *torch.Tensor) *torch.Tensor {
+	s := x.Shape()
+	return x.Transpose(1, 2).Reshape(s[0], s[2], s[1]*s[3])
+}
+
+// rotateHalf is cat(−x₂, x₁) over the last dimension (HF's rotate_half).
+func rotateHalf(x *torch.Tensor) *torch.Tensor {
+	halves := x.Chunk(2, -1)
+	return torch.Cat([]*torch.Tensor{halves[1].Neg(), halves[0]}, -1)
+}
+
+// applyRope rotates x [B, H, T, D] by the batch's angles: x·cos + rotate_half(x)·sin, with cos and sin
+// [B, 1, T, D] already in x's dtype (HF casts them to the activations' dtype too).
+func applyRope(x, cos, sin *torch.Tensor) *torch.Tensor {
+	return x.Mul(cos).Add(rotateHalf(x).Mul(sin))
+}

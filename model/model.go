@@ -1,0 +1,183 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Model is a decoder-only language model (Llama, Qwen2 or Qwen3) with its weights on one device in
+// one dtype. Its field names follow the HF module names; the weight table (weights) maps them one to
+// one onto checkpoint names. All methods run on the torch thread (inside torch.Run).
+type Model struct {
+	Config     *Config
+	Generation *GenerationConfig
+
+	EmbedTokens *torch.Tensor // model.embed_tokens.weight [vocab, hidden]
+	Layers      []decoderLayer
+	Norm        RMSNorm // model.norm
+	LMHead      Linear  // lm_head; its Weight is EmbedTokens when tie_word_embeddings
+
+	Device torch.Device
+	DType  torch.DType
+
+	// TokenizerDir is where the tokenizer files came from (the loaded directory); Export copies them.
+	TokenizerDir string
+
+	invFreq []float32    // RoPE inverse frequencies, llama3 scaling applied
+	scope   *torch.Scope // owns the weights
+}
+
+// decoderLayer is one block of an architecture (LlamaDecoderLayer, Qwen2DecoderLayer,
+// Qwen3DecoderLayer).
+type decoderLayer interface {
+	// Forward maps hidden states [B, T, hidden] to the next layer's input.
+	Forward(x *torch.Tensor, a *attention) *torch.Tensor
+	// weights is the layer's weight table, names relative to model.layers.{i}.
+	weights(c *Config) []weight
+}
+
+var newLayer = map[string]func(c *Config, i int) decoderLayer{
+	"llama": newLlamaLayer,
+	"qwen2": newQwen2Layer,
+	"qwen3": newQwen3Layer,
+}
+
+// weight is one row of a weight table: the HF name, the shape it must have, and the field it fills.
+type weight struct {
+	name  string
+	shape []int64
+	t     **torch.Tensor
+}
+
+func shape(dims ...int64) []int64 { return dims }
+
+// Options say where the weights live and in which dtype they compute. Checkpoints in any stored
+// dtype are converted on load.
+type Options struct {
+	Device string // "cpu" (default), "cuda", "cuda:N"
+	DType  string // "float32" (default), "bfloat16", "float16"
+}
+
+func (o Options) resolve() (torch.Device, torch.DType, error) {
+	dev, dt := torch.CPU, torch.Float32
+	var err error
+	if o.Device != "" {
+		if dev, err = torch.ParseDevice(o.Device); err != nil {
+			return 0, 0, fmt.Errorf("model: device: %w", err)
+		}
+	}
+	if o.DType != "" {
+		if dt, err = torch.ParseDType(o.DType); err != nil {
+			return 0, 0, fmt.Errorf("model: dtype: %w", err)
+		}
+		if dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
+			return 0, 0, fmt.Errorf("model: dtype %s is not a model dtype (float32, bfloat16, float16)", dt)
+		}
+	}
+	return dev, dt, nil
+}
+
+// newModel builds the module tree of c with no weights yet.
+func newModel(c *Config, o Options) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("model: config: %w", err)
+	}
+	dev, dt, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	r, _ := c.Rope()
+	m := &Model{Config: c, Device: dev, DType: dt, Norm: RMSNorm{Eps: c.RMSNormEps},
+		invFreq: invFreq(r, c.HeadDimension()), scope: torch.NewLongScope("model weights")}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		m.Layers = append(m.Layers, newLayer[c.ModelType](c, i))
+	}
+	return m, nil
+}
+
+// weights is the model's full weight table in checkpoint order: it drives Load, Export, Init and
+// Parameters. lm_head.weight is listed only when the head is not tied to the embedding.
+func (m *Model) weights() []weight {
+	c := m.Config
+	vocab, hidden := int64(c.VocabSize), int64(c.HiddenSize)
+	w := []weight{{"model.embed_tokens.weight", shape(vocab, hidden), &m.EmbedTokens}}
+	for i, l := range m.Layers {
+		for _, e := range l.weights(c) {
+			e.name = fmt.Sprintf("model.layers.%d.%s", i, e.name)
+			w = append(w, e)
+		}
+	}
+	w = append(w, weight{"model.norm.weight", shape(hidden), &m.Norm.Weight})
+	if !c.TieWordEmbeddings {
+		w = append(w, weight{"lm_head.weight", shape(vocab, hidden), &m.LMHead.Weight})
+	}
+	return w
+}
+
+// tie points the head at the embedding when the config says so (after the weights are filled).
+func (m *Model) tie() {
+	if m.Config.TieWordEmbeddings {
+		m.LMHead.Weight = m.EmbedTokens
+	}
+}
+
+// Param is a named trainable tensor.
+type Param struct {
+	Name   string
+	Tensor *torch.Tensor
+}
+
+// Parameters lists every weight once, by HF name (a tied head appears only as the embedding).
+func (m *Model) Parameters() []Param {
+	var ps []Param
+	for _, w := range m.weights() {
+		ps = append(ps, Param{w.name, *w.t})
+	}
+	return ps
+}
+
+// ParameterTensors is Parameters without the names, for the optimizer and grad clipping.
+func (m *Model) ParameterTensors() []*torch.Tensor {
+	var ts []*torch.Tensor
+	for _, w := range m.weights() {
+		ts = append(ts, *w.t)
+	}
+	return ts
+}
+
+// SetTrainable turns gradient tracking on or off for every weight.
+func (m *Model) SetTrainable(on bool) {
+	for _, t := range m.ParameterTensors() {
+		t.SetRequiresGrad(on)
+	}
+}
+
+// NumParameters is the number of scalar weights (a tied head counted once).
+func (m *Model) NumParameters() int64 {
+	var n int64
+	for _, w := range m.weights() {
+		k := int64(1)
+		for _, d := range w.shape {
+			k *= d
+		}
+		n += k
+	}
+	return n
+}
+
+// Close frees the weights. The model is unusable afterwards.
+func (m *Model) Close() {
+	if m.scope != nil {
+		m.scope.Close()
+	}
+}
+
+// embed looks the ids [B, T] up in the embedding: [B, T, hidden].
+func (m *Model) embed(ids *torch.Tensor) *torch.Tensor { return torch.Embedding(m.EmbedTokens, ids) }
+
+// logits applies the final norm and the head to hidden states [..., hidden]: float32 [..., vocab]
+// (the head runs in the model dtype and is then upcast, as HF's logits.float()).
+func (m *Model) logits(h *torch.Tensor) *torch.Tensor {
+	return m.LMHead.Forward(m.Norm.Forward(h)).ToDType(torch.Float32)
+}

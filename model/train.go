@@ -1,0 +1,151 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Training is two calls: Train runs the forward pass and returns per-token log-probs (and entropies)
+// as leaf tensors that require grad; the caller builds any loss from them; Pass.Backward(loss) then
+// backpropagates into the weights' .grad.
+//
+// Backward works in segments, driven from Go (no C++ callback): first loss → d loss/d log-probs;
+// then the head, recomputed ChunkTokens rows at a time, each chunk backpropagated on its own, so the
+// [tokens, vocab] float32 logits never exist for the whole batch, not even in backward; then the
+// decoder layers, either through the autograd graph kept by the forward pass (plain) or, with
+// Checkpoint, one layer at a time from its saved input (layer-wise gradient checkpointing: forward
+// under no-grad keeping each layer's input, then for l = L−1 … 0 recompute layer l with grad,
+// backward with the gradient of its output, and pass its input's gradient down); finally the
+// embedding.
+
+// Pass is one training forward pass awaiting its backward.
+type Pass struct {
+	Output
+
+	m      *Model
+	b      *Batch
+	o      ForwardOptions
+	ids    *torch.Tensor
+	a      *attention
+	inputs []*torch.Tensor // Checkpoint: the input of every layer (no graph)
+	last   *torch.Tensor   // output of the last layer: with a graph (plain) or without (Checkpoint)
+	hflat  *torch.Tensor   // last, detached and flattened [rows*cols, hidden]: the head's leaf
+	done   bool
+}
+
+// Train runs the training forward pass of b. The weights must be trainable (SetTrainable(true)).
+// Output.LogProbs and Output.Entropy require grad; build the loss from them and call Backward.
+func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
+	defer torch.Recover(&err)
+	if err := m.checkTrainable(); err != nil {
+		return nil, err
+	}
+	ids, a, err := m.inputs(b)
+	if err != nil {
+		return nil, err
+	}
+	p = &Pass{m: m, b: b, o: o, ids: ids, a: a}
+	if o.Checkpoint {
+		torch.NoGrad(func() {
+			x := m.embed(ids)
+			for _, l := range m.Layers {
+				p.inputs = append(p.inputs, x)
+				in := x
+				x = torch.Scoped(func() *torch.Tensor { return l.Forward(in, a) })
+			}
+			p.last = x
+		})
+	} else {
+		p.last = m.layers(m.embed(ids), a)
+	}
+	hidden := int64(m.Config.HiddenSize)
+	p.hflat = p.last.View(-1, hidden).Detach().SetRequiresGrad(true)
+	torch.NoGrad(func() { p.Output = *m.head(b, p.hflat, o) })
+	p.LogProbs.SetRequiresGrad(true)
+	if o.Entropy {
+		p.Entropy.SetRequiresGrad(true)
+	}
+	return p, nil
+}
+
+// Backward accumulates d loss/d weight into every weight's .grad (add to what is there: call
+// torch.ZeroGrad between optimizer steps). loss must be a scalar computed from LogProbs / Entropy.
+// A pass can be backpropagated once.
+func (p *Pass) Backward(loss *torch.Tensor) (err error) {
+	defer torch.Recover(&err)
+	if p.done {
+		return fmt.Errorf("model: Backward called twice on one pass")
+	}
+	p.done = true
+	leaves := []*torch.Tensor{p.LogProbs}
+	if p.Entropy != nil {
+		leaves = append(leaves, p.Entropy)
+	}
+	torch.Backward([]*torch.Tensor{loss}, torch.BackwardOpts{Inputs: leaves})
+	p.backwardHead()
+	g := p.hflat.Grad()
+	if g == nil {
+		return fmt.Errorf("model: the loss does not depend on the log-probs")
+	}
+	g = g.View(p.last.Shape()...)
+	if !p.o.Checkpoint {
+		torch.Backward([]*torch.Tensor{p.last}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+		return nil
+	}
+	for l := len(p.m.Layers) - 1; l >= 0; l-- {
+		g = p.backwardLayer(l, g)
+	}
+	torch.EnableGrad(func() {
+		x := p.m.embed(p.ids)
+		torch.Backward([]*torch.Tensor{x}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+	})
+	return nil
+}
+
+// backwardHead recomputes the head chunk by chunk and backpropagates each chunk with its slice of
+// d loss/d log-probs (and entropies), accumulating into hflat.grad and the norm and head weights.
+func (p *Pass) backwardHead() {
+	pred, target, at := p.b.scored()
+	gradOf := func(t *torch.Tensor) *torch.Tensor {
+		if t == nil {
+			return nil
+		}
+		if g := t.Grad(); g != nil {
+			return g.View(-1)
+		}
+		return torch.ZerosLike(t).View(-1)
+	}
+	glp, gent := gradOf(p.LogProbs), gradOf(p.Entropy)
+	step := p.o.chunk(p.m.Config.VocabSize)
+	for lo := 0; lo < len(pred); lo += step {
+		hi := min(lo+step, len(pred))
+		s := torch.NewScope()
+		where := torch.FromSlice(at[lo:hi]).ToDevice(p.m.Device)
+		torch.EnableGrad(func() {
+			lp, ent := p.m.scoreChunk(p.hflat, pred[lo:hi], target[lo:hi], p.o)
+			outs, grads := []*torch.Tensor{lp}, []*torch.Tensor{glp.IndexSelect(0, where)}
+			if ent != nil {
+				outs, grads = append(outs, ent), append(grads, gent.IndexSelect(0, where))
+			}
+			torch.Backward(outs, torch.BackwardOpts{GradOutputs: grads})
+		})
+		s.Close()
+	}
+}
+
+// backwardLayer recomputes layer l from its saved input with grad, backpropagates g (the gradient of
+// its output) and returns the gradient of its input. Only this layer's activations are alive.
+func (p *Pass) backwardLayer(l int, g *torch.Tensor) *torch.Tensor {
+	return torch.Scoped(func() *torch.Tensor {
+		x := p.inputs[l].Detach().SetRequiresGrad(true)
+		var gin *torch.Tensor
+		torch.EnableGrad(func() {
+			y := p.m.Layers[l].Forward(x, p.a)
+			torch.Backward([]*torch.Tensor{y}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+			gin = x.Grad()
+		})
+		p.inputs[l].Free()
+		return gin
+	})
+}
