@@ -85,17 +85,25 @@ func parseHeader(js []byte, dataLen int64) (*header, error) {
 			return nil, fmt.Errorf("header: duplicate entry %q", key)
 		}
 		seen[key] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("header: entry %q: invalid JSON: %w", key, err)
-		}
 		if key == metadataKey {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, fmt.Errorf("header: entry %q: invalid JSON: %w", key, err)
+			}
 			if h.metadata, err = parseMetadata(raw); err != nil {
 				return nil, fmt.Errorf("header: %s: %w", metadataKey, err)
 			}
 			continue
 		}
-		info, err := parseTensorInfo(raw)
+		var r rawTensorInfo
+		if err := dec.Decode(&r); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, fmt.Errorf("tensor %q: invalid entry: %w", key, err)
+			}
+			return nil, fmt.Errorf("header: entry %q: invalid JSON: %w", key, err)
+		}
+		info, err := r.check()
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", key, err)
 		}
@@ -177,13 +185,8 @@ type rawTensorInfo struct {
 	DataOffsets *[]json.Number `json:"data_offsets"`
 }
 
-func parseTensorInfo(raw json.RawMessage) (TensorInfo, error) {
-	var r rawTensorInfo
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&r); err != nil {
-		return TensorInfo{}, fmt.Errorf("invalid entry: %w", err)
-	}
+// check validates one entry and converts it.
+func (r *rawTensorInfo) check() (TensorInfo, error) {
 	switch {
 	case r.DType == nil:
 		return TensorInfo{}, errors.New(`missing "dtype"`)
