@@ -20,6 +20,9 @@ SRC=torch/csrc
 OBJ=build/obj
 OUT=build/libmtgrpo_torch.so
 mkdir -p "$OBJ"
+# One build at a time (make, go generate and people may start it together).
+exec 9>build/.shim.lock
+command -v flock >/dev/null && flock 9
 
 defs="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI -DUSE_C10D_GLOO"
 libs="-ltorch -ltorch_cpu -lc10"
@@ -73,7 +76,7 @@ if [ ${#stale[@]} -gt 0 ]; then
   echo "build_shim: compiling ${#stale[@]} file(s) against $TORCH_SOURCE libtorch (cuda=$TORCH_CUDA)"
   export CXX cxxflags OBJ
   printf '%s\n' "${stale[@]}" | xargs -P "$JOBS" -I{} sh -c \
-    'o="$OBJ/$(basename {} .cpp).o"; echo "  $CXX {}"; $CXX $cxxflags -c {} -o "$o.tmp" && mv "$o.tmp" "$o"'
+    'o="$OBJ/$(basename {} .cpp).o"; echo "  $CXX {}"; $CXX $cxxflags -c {} -o "$o.tmp.$$" && mv "$o.tmp.$$" "$o"'
 fi
 
 # Link when an object is newer than the library (or objects were added or removed).
@@ -84,8 +87,8 @@ listed="$OBJ/objects"
 [ "$(cat "$listed" 2>/dev/null)" = "${objs[*]}" ] || relink=1
 if [ "$relink" = 1 ]; then
   # shellcheck disable=SC2086
-  $CXX $ldflags -o "$OUT.tmp" "${objs[@]}" $libs
-  mv "$OUT.tmp" "$OUT"
+  $CXX $ldflags -o "$OUT.tmp.$$" "${objs[@]}" $libs
+  mv "$OUT.tmp.$$" "$OUT"
   printf '%s' "${objs[*]}" >"$listed"
   echo "build_shim: $OUT"
 fi

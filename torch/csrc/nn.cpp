@@ -10,13 +10,9 @@ namespace {
 
 // Repeats each of k's Hkv heads H/Hkv times: [B, Hkv, T, D] -> [B, H, T, D] (head h uses kv head
 // h / (H/Hkv), as in Llama's repeat_kv).
-at::Tensor repeat_kv(const at::Tensor& k, int64_t heads) {
+[[maybe_unused]] at::Tensor repeat_kv(const at::Tensor& k, int64_t heads) {
   int64_t hkv = k.size(1);
   if (hkv == heads) return k;
-  if (heads % hkv != 0) {
-    throw std::invalid_argument("sdpa: " + std::to_string(heads) + " query heads not a multiple of " +
-                                std::to_string(hkv) + " key/value heads");
-  }
   int64_t rep = heads / hkv;
   auto s = k.sizes();
   return k.unsqueeze(2).expand({s[0], hkv, rep, s[2], s[3]}).reshape({s[0], heads, s[2], s[3]});
@@ -32,20 +28,27 @@ at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
   int64_t d = q.size(3);
   bool default_scale = scale <= 0 || std::abs(scale - 1.0 / std::sqrt(static_cast<double>(d))) < 1e-12;
   int64_t heads = q.size(1);
+  if (k.size(1) != v.size(1) || k.size(1) == 0 || heads % k.size(1) != 0) {
+    throw std::invalid_argument("sdpa: " + std::to_string(heads) + " query heads need a divisor number of key/value "
+                                "heads, got k " + std::to_string(k.size(1)) + " and v " + std::to_string(v.size(1)));
+  }
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  // 2.5+: grouped-query attention is native (no copy of k and v).
   c10::optional<double> sc;
   if (!default_scale) sc = scale;
-  bool gqa = k.size(1) != heads;
-  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc, gqa);
+  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc, /*enable_gqa=*/k.size(1) != heads);
+#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1
+  c10::optional<double> sc;
+  if (!default_scale) sc = scale;
+  return at::scaled_dot_product_attention(q, repeat_kv(k, heads), repeat_kv(v, heads), mask, 0.0, causal, sc);
 #else
+  // 1.13 has only the private op and 2.0 no scale argument; both use 1/sqrt(D): fold another
+  // scale into q.
+  at::Tensor qq = default_scale ? q : q * (scale * std::sqrt(static_cast<double>(d)));
   at::Tensor kk = repeat_kv(k, heads), vv = repeat_kv(v, heads);
 #if TORCH_VERSION_MAJOR >= 2
-  c10::optional<double> sc;
-  if (!default_scale) sc = scale;
-  return at::scaled_dot_product_attention(q, kk, vv, mask, 0.0, causal, sc);
+  return at::scaled_dot_product_attention(qq, kk, vv, mask, 0.0, causal);
 #else
-  // 1.13 has only the private op, with the default scale 1/sqrt(D): fold another scale into q.
-  at::Tensor qq = default_scale ? q : q * (scale * std::sqrt(static_cast<double>(d)));
   return std::get<0>(at::_scaled_dot_product_attention(qq, kk, vv, mask, 0.0, false, causal));
 #endif
 #endif

@@ -1,4 +1,5 @@
 // ops.cpp: elementwise math, comparisons, reductions, matmul, sorting.
+#include <algorithm>
 #include <stdexcept>
 
 #include "shim_internal.h"

@@ -1,6 +1,5 @@
 // runtime.cpp: the shim's plumbing: errors, thread ownership, handles, dtype/device codes, version.
 #include <ATen/Parallel.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/version.h>
 #include <pthread.h>
 
@@ -132,7 +131,11 @@ mt_err mt_version(char* buf, size_t cap, int* cuda_available, int* cuda_devices)
   MT_BEGIN
   std::snprintf(buf, cap, "%s", TORCH_VERSION);
   *cuda_available = at::hasCUDA() ? 1 : 0;
-  *cuda_devices = at::hasCUDA() ? static_cast<int>(at::detail::getCUDAHooks().getNumGPUs()) : 0;
+#ifdef MTGRPO_CUDA
+  *cuda_devices = at::hasCUDA() ? mt::cuda_device_count() : 0;
+#else
+  *cuda_devices = 0;
+#endif
   MT_END
 }
 

@@ -23,6 +23,7 @@ c10::DeviceIndex cuda_index(int device) {
 
 namespace mt {
 at::Generator cuda_generator(int index) { return at::cuda::detail::createCUDAGenerator(cuda_index(index)); }
+int cuda_device_count() { return static_cast<int>(c10::cuda::device_count()); }
 }  // namespace mt
 
 extern "C" {

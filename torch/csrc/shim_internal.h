@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/util/Optional.h>
 
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ at::Scalar scalar_for(const at::Tensor& t, double v);
 #ifdef MTGRPO_CUDA
 // A fresh CUDA generator for device index (runtime_cuda.cpp).
 at::Generator cuda_generator(int index);
+// The number of CUDA devices (runtime_cuda.cpp).
+int cuda_device_count();
 #endif
 
 }  // namespace mt
