@@ -195,6 +195,15 @@ func TestProcessGroupBadConfig(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", c.cfg, err, c.errHas)
 		}
 	}
+	// A CUDA group on a shim without NCCL: the rendezvous (one rank serving itself) works, then
+	// the backend is refused by name.
+	if !testDevice.IsCUDA() {
+		_, err := NewProcessGroup(DistConfig{Rank: 0, WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: freePort(t),
+			Device: CUDA(0), Timeout: 5 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), "without NCCL") {
+			t.Errorf("CUDA group on a CPU build: %v", err)
+		}
+	}
 	// A client (agent store) with nobody serving: the rendezvous fails within the timeout and the
 	// error says where it tried.
 	start := time.Now()
