@@ -70,6 +70,7 @@ func benchMatmul(b *testing.B, n int64, dt DType) {
 		b.StopTimer()
 		flops := 2 * float64(n) * float64(n) * float64(n)
 		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		iters := int64(b.N)
 		if iters < 5 {
 			iters = 5
@@ -82,8 +83,9 @@ func benchMatmul(b *testing.B, n int64, dt DType) {
 // matmul in a C++ loop.
 func BenchmarkMatmul512(b *testing.B) { benchMatmul(b, 512, Float32) }
 
-// BenchmarkMatmul2048BF16 is the GPU-sized case (slow on CPU; run it with MTGRPO_TEST_DEVICE=cuda).
-func BenchmarkMatmul2048BF16(b *testing.B) {
+// BenchmarkMatmul4096BF16 is the GPU-sized case (run it with MTGRPO_TEST_DEVICE=cuda;
+// scripts/gpu_check.sh compares it with python torch on the same shapes).
+func BenchmarkMatmul4096BF16(b *testing.B) {
 	if !testDevice.IsCUDA() {
 		b.Skip("CUDA only")
 	}
@@ -125,3 +127,31 @@ func BenchmarkRMSNormDecodeFused(b *testing.B)    { benchRMSNorm(b, 1, BFloat16,
 func BenchmarkRMSNormDecodeUnfused(b *testing.B)  { benchRMSNorm(b, 1, BFloat16, false) }
 func BenchmarkRMSNormPrefillFused(b *testing.B)   { benchRMSNorm(b, 64, BFloat16, true) }
 func BenchmarkRMSNormPrefillUnfused(b *testing.B) { benchRMSNorm(b, 64, BFloat16, false) }
+
+// BenchmarkSDPAFlashBF16 is causal attention on flash-kernel shapes: q, k, v [4, 16, 2048, 128]
+// bf16, no mask (CUDA only; scripts/gpu_check.sh runs the same in python torch). FLOPs count the
+// two matmuls over the causal half: 4·B·H·T²·D / 2.
+func BenchmarkSDPAFlashBF16(b *testing.B) {
+	if !testDevice.IsCUDA() {
+		b.Skip("CUDA only")
+	}
+	const B, H, T, D = 4, 16, 2048, 128
+	onTorchB(b, func() {
+		g := NewGenerator(1, testDevice)
+		defer g.Close()
+		shape := []int64{B, H, T, D}
+		q := Randn(shape, BFloat16, testDevice, g)
+		k := Randn(shape, BFloat16, testDevice, g)
+		v := Randn(shape, BFloat16, testDevice, g)
+		ScaledDotProductAttention(q, k, v, AttentionOpts{Causal: true})
+		Synchronize(testDevice)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			ScaledDotProductAttention(q, k, v, AttentionOpts{Causal: true}).Free()
+		}
+		Synchronize(testDevice)
+		b.StopTimer()
+		flops := 4.0 * B * H * T * T * D / 2
+		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
+	})
+}

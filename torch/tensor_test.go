@@ -12,6 +12,7 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%v", info)
 	if info.Torch == "" || info.ABI != 1 {
 		t.Errorf("Version() = %+v", info)
 	}

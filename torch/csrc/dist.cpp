@@ -45,6 +45,10 @@ struct mt_pg_s {
   int device = MT_CPU;
 };
 
+struct mt_store_s {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
 namespace {
 
 mt_pg_s& P(mt_pg h) {
@@ -187,6 +191,34 @@ mt_err mt_dist_new(const char* addr, int port, int rank, int world, int agent_st
 #endif
   }
   *out = p.release();
+  MT_END
+}
+
+mt_err mt_dist_store_serve(int port, int64_t timeout_ms, mt_store* out) {
+  MT_BEGIN
+  if (port <= 0 || port > 65535) throw std::invalid_argument("store port " + std::to_string(port) + " out of range");
+  if (timeout_ms <= 0) throw std::invalid_argument("timeout must be positive");
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = true;
+  o.waitWorkers = false;  // the ranks connect later, as clients
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  auto s = std::make_unique<mt_store_s>();
+  s->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
+  *out = s.release();
+  MT_END
+}
+
+mt_err mt_dist_store_num_keys(mt_store s, int64_t* out) {
+  MT_BEGIN
+  if (s == nullptr) throw std::invalid_argument("nil store");
+  *out = s->store->getNumKeys();
+  MT_END
+}
+
+mt_err mt_dist_store_free(mt_store s) {
+  MT_BEGIN
+  delete s;
   MT_END
 }
 

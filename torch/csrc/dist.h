@@ -21,6 +21,15 @@ typedef struct mt_pg_s* mt_pg;
 /* reduction ops; MT_DIST_AVG sums and divides by the world size (floating-point tensors only) */
 enum { MT_DIST_SUM = 0, MT_DIST_AVG = 1, MT_DIST_MAX = 2, MT_DIST_MIN = 3 };
 
+typedef struct mt_store_s* mt_store;
+
+/* Serves a TCPStore on port (all interfaces) without joining any group, the way a torchrun agent
+ * does: ranks then join with agent_store != 0. For launchers, and for tests of that path. */
+MT_API mt_err mt_dist_store_serve(int port, int64_t timeout_ms, mt_store* out);
+/* The number of keys the store holds (a way to see that ranks used it). */
+MT_API mt_err mt_dist_store_num_keys(mt_store s, int64_t* out);
+MT_API mt_err mt_dist_store_free(mt_store s);
+
 /* Rendezvous at addr:port and create a process group of world ranks.
  * agent_store == 0: rank 0 serves the TCPStore and waits for every rank to connect.
  * agent_store != 0: a torchrun agent serves it; every rank is a client and keys live under
