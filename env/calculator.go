@@ -208,6 +208,10 @@ func pow(base, exp *big.Rat) (*big.Rat, error) {
 		return nil, fmt.Errorf("exponent %s too large (limit %d)", e, maxExponent)
 	}
 	n := e.Int64()
+	// Refuse before computing: the result has about bits(base)·|n| bits.
+	if bits := max(base.Num().BitLen(), base.Denom().BitLen()); int64(bits-1)*abs64(n) > maxDigits*10/3 {
+		return nil, fmt.Errorf("result too large (over %d digits)", maxDigits)
+	}
 	if n < 0 && base.Sign() == 0 {
 		return nil, fmt.Errorf("division by zero (0 to a negative power)")
 	}

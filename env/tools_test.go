@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCalculatorExact(t *testing.T) {
@@ -120,5 +121,21 @@ func TestStripCodeFence(t *testing.T) {
 	}
 	if got := StripCodeFence("print(2)"); got != "print(2)" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// Huge powers are refused before they are computed: (9^9999)^9999 would have ~3·10^8 bits.
+func TestCalculatorRefusesHugePowers(t *testing.T) {
+	start := time.Now()
+	for _, e := range []string{"(9^9999)^9999", "2^9999^2", "(10^6000)*(10^6000)"} {
+		if _, err := Evaluate(e); err == nil || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("%s: %v", e, err)
+		}
+	}
+	if v, err := Evaluate("2^10000 / 2^9999"); err != nil || FormatRat(v) != "2" {
+		t.Errorf("2^10000/2^9999 = %v, %v", v, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("took %v", d)
 	}
 }
