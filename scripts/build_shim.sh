@@ -47,36 +47,33 @@ fi
 cxxflags="-std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wno-unused-parameter $defs $TORCH_INC -I$SRC ${CXXFLAGS_EXTRA:-}"
 ldflags="-shared -L$TORCH_LIBDIR -Wl,-rpath,$TORCH_LIBDIR"
 
-# Rebuild everything when the flags change (other libtorch, other ABI, CUDA on/off).
-stamp="$OBJ/flags"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$CXX $cxxflags" ]; then
-  rm -f "$OBJ"/*.o
-  printf '%s' "$CXX $cxxflags" >"$stamp"
-fi
-
 srcs=()
 for f in "$SRC"/*.cpp; do
   case "$f" in *_cuda.cpp) [ "$TORCH_CUDA" = 1 ] || continue ;; esac
   srcs+=("$f")
 done
 
-# A source is stale when its object is missing or older than the source or any local header.
+# A source is stale when its object is missing or was compiled from other contents of the source,
+# the local headers or the flags (content hashes, not mtimes: an edit made while a compile runs
+# must not be mistaken for compiled).
+hdr_hash=$(cat "$SRC"/*.h 2>/dev/null | sha1sum | cut -c1-40)
 stale=()
 objs=()
 for f in "${srcs[@]}"; do
   o="$OBJ/$(basename "${f%.cpp}").o"
   objs+=("$o")
-  if [ ! -e "$o" ] || [ "$f" -nt "$o" ]; then stale+=("$f"); continue; fi
-  for h in "$SRC"/*.h; do
-    if [ "$h" -nt "$o" ]; then stale+=("$f"); break; fi
-  done
+  h=$( (sha1sum <"$f"; echo "$hdr_hash $CXX $cxxflags") | sha1sum | cut -c1-40)
+  if [ ! -e "$o" ] || [ "$(cat "$o.hash" 2>/dev/null)" != "$h" ]; then
+    stale+=("$f")
+    printf '%s' "$h" >"$o.hash.new"
+  fi
 done
 
 if [ ${#stale[@]} -gt 0 ]; then
   echo "build_shim: compiling ${#stale[@]} file(s) against $TORCH_SOURCE libtorch (cuda=$TORCH_CUDA)"
   export CXX cxxflags OBJ
   printf '%s\n' "${stale[@]}" | xargs -P "$JOBS" -I{} sh -c \
-    'o="$OBJ/$(basename {} .cpp).o"; echo "  $CXX {}"; $CXX $cxxflags -c {} -o "$o.tmp.$$" && mv "$o.tmp.$$" "$o"'
+    'o="$OBJ/$(basename {} .cpp).o"; echo "  $CXX {}"; $CXX $cxxflags -c {} -o "$o.tmp.$$" && mv "$o.tmp.$$" "$o" && mv "$o.hash.new" "$o.hash"'
 fi
 
 # Link when an object is newer than the library (or objects were added or removed).

@@ -45,6 +45,15 @@ func SiluMul(gate, up *Tensor) *Tensor {
 	return wrap("SiluMul", out)
 }
 
+// RoPE applies rotary position embeddings in the Hugging Face layout (Llama, Qwen):
+// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(−x[..., D/2:], x[..., :D/2]), in one crossing.
+// x is [..., T, D]; cos and sin broadcast to it (e.g. [T, D]) and are cast to x's dtype.
+func RoPE(x, cos, sin *Tensor) *Tensor {
+	var out C.mt_tensor
+	check("RoPE", C.mt_rope(x.handle("RoPE"), cos.handle("RoPE"), sin.handle("RoPE"), &out))
+	return wrap("RoPE", out)
+}
+
 // TokenLogprobs is log_softmax(logits, -1) taken at ids, in float32: logits [..., V], ids [...]
 // int64 -> [...]. One crossing and no [..., V] log-prob tensor kept alive by the caller.
 func TokenLogprobs(logits, ids *Tensor) *Tensor {

@@ -106,6 +106,25 @@ func TestFusedHelpers(t *testing.T) {
 	})
 }
 
+func TestRoPE(t *testing.T) {
+	onTorch(t, func() {
+		// D = 2 at angle θ: (x1, x2) -> (x1·cosθ − x2·sinθ, x2·cosθ + x1·sinθ), a rotation.
+		// Position 0: θ = 0 (unchanged); position 1: θ = π/2, (1, 2) -> (−2, 1).
+		x := dev(FromSlice([]float32{1, 2, 1, 2}, 1, 1, 2, 2))
+		cos := dev(FromSlice([]float32{1, 1, 0, 0}, 2, 2))
+		sin := dev(FromSlice([]float32{0, 0, 1, 1}, 2, 2))
+		expectFloats(t, "rope", RoPE(x, cos, sin).Float32s(), []float64{1, 2, -2, 1}, 1e-6)
+		// D = 4 pairs element i with i + D/2: at θ = π/2, (a, b, c, d) -> (−c, −d, a, b).
+		y := dev(FromSlice([]float32{1, 2, 3, 4}, 1, 4))
+		c4 := dev(Zeros([]int64{1, 4}, Float32, CPU))
+		s4 := dev(Ones([]int64{1, 4}, Float32, CPU))
+		expectFloats(t, "rope d4", RoPE(y, c4, s4).Float32s(), []float64{-3, -4, 1, 2}, 1e-6)
+		if Do(func() error { RoPE(dev(Ones([]int64{3}, Float32, CPU)), c4, s4); return nil }) == nil {
+			t.Error("odd head dimension accepted")
+		}
+	})
+}
+
 func TestRandomIsSeeded(t *testing.T) {
 	onTorch(t, func() {
 		g := NewGenerator(42, testDevice)

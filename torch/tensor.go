@@ -26,7 +26,12 @@ func wrap(op string, h C.mt_tensor) *Tensor {
 		C.mt_free(&h, 1)
 		errorf(op, "no open scope: run torch work inside torch.Run")
 	}
-	current(op).add(t)
+	d := current(op)
+	if d.closed {
+		C.mt_free(&h, 1)
+		errorf(op, "the innermost scope %q is closed (closed inside its own With?)", d.name)
+	}
+	d.add(t)
 	return t
 }
 

@@ -60,6 +60,14 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps) {
   return (xf * r).to(x.scalar_type()) * w;
 }
 
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  int64_t d = x.size(-1);
+  if (d % 2 != 0) throw std::invalid_argument("rope: head dimension " + std::to_string(d) + " is odd");
+  at::Tensor x1 = x.narrow(-1, 0, d / 2), x2 = x.narrow(-1, d / 2, d / 2);
+  at::Tensor rotated = at::cat({x2.neg(), x1}, -1);
+  return x * cos.to(x.scalar_type()) + rotated * sin.to(x.scalar_type());
+}
+
 }  // namespace
 
 extern "C" {
@@ -79,6 +87,12 @@ mt_err mt_rms_norm(mt_tensor x, mt_tensor weight, double eps, mt_tensor* out) {
 mt_err mt_silu_mul(mt_tensor gate, mt_tensor up, mt_tensor* out) {
   MT_BEGIN
   *out = mt::wrap(at::silu(mt::T(gate)) * mt::T(up));
+  MT_END
+}
+
+mt_err mt_rope(mt_tensor x, mt_tensor cos, mt_tensor sin, mt_tensor* out) {
+  MT_BEGIN
+  *out = mt::wrap(rope(mt::T(x), mt::T(cos), mt::T(sin)));
   MT_END
 }
 

@@ -161,6 +161,9 @@ MT_API mt_err mt_sdpa(mt_tensor q, mt_tensor k, mt_tensor v, mt_tensor mask, int
 MT_API mt_err mt_rms_norm(mt_tensor x, mt_tensor weight, double eps, mt_tensor* out);
 /* silu(gate) * up: the SwiGLU activation. */
 MT_API mt_err mt_silu_mul(mt_tensor gate, mt_tensor up, mt_tensor* out);
+/* Rotary position embedding, Hugging Face layout: x * cos + rotate_half(x) * sin, where
+ * rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]). cos and sin broadcast to x and are cast to its dtype. */
+MT_API mt_err mt_rope(mt_tensor x, mt_tensor cos, mt_tensor sin, mt_tensor* out);
 /* log_softmax(logits.float(), -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1): per-token log-probs. */
 MT_API mt_err mt_token_logprobs(mt_tensor logits, mt_tensor ids, mt_tensor* out);
 
