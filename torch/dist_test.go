@@ -20,7 +20,39 @@ func TestDistributedGloo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	runWorkers(t, "full", "MASTER_PORT="+strconv.Itoa(freePort(t)), "TORCHELASTIC_USE_AGENT_STORE=")
+}
+
+// Under torchrun's agent store every rank is a client of a store someone else serves, with keys
+// under /worker/attempt_<restart count>. This process plays the agent.
+func TestDistributedAgentStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two processes")
+	}
 	port := freePort(t)
+	srv, err := ServeStore(port, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	before, err := srv.NumKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorkers(t, "agent", "MASTER_PORT="+strconv.Itoa(port), "TORCHELASTIC_USE_AGENT_STORE=True",
+		"TORCHELASTIC_RESTART_COUNT=3")
+	if after, err := srv.NumKeys(); err != nil || after <= before {
+		t.Errorf("store keys %d before, %d after the ranks met (err %v): they did not use this store", before, after, err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Error(err)
+	}
+}
+
+// runWorkers runs TestDistWorker in two processes (ranks 0 and 1) in the given mode and checks
+// that both finish and report success.
+func runWorkers(t *testing.T, mode string, env ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const world = 2
@@ -28,10 +60,10 @@ func TestDistributedGloo(t *testing.T) {
 	outs := make([]*strings.Builder, world)
 	for r := 0; r < world; r++ {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDistWorker$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), distWorkerEnv+"=1",
+		cmd.Env = append(os.Environ(), distWorkerEnv+"="+mode,
 			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
-			"TORCHELASTIC_USE_AGENT_STORE=", "GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
+			"MASTER_ADDR=127.0.0.1", "GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
+		cmd.Env = append(cmd.Env, env...)
 		outs[r] = &strings.Builder{}
 		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
 		if err := cmd.Start(); err != nil {
@@ -58,10 +90,12 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestDistWorker is one rank of TestDistributedGloo (world size 2).
+// TestDistWorker is one rank (of 2) of TestDistributedGloo (mode "full") or
+// TestDistributedAgentStore (mode "agent").
 func TestDistWorker(t *testing.T) {
-	if os.Getenv(distWorkerEnv) == "" {
-		t.Skip("worker process of TestDistributedGloo")
+	mode := os.Getenv(distWorkerEnv)
+	if mode == "" {
+		t.Skip("worker process of TestDistributedGloo and TestDistributedAgentStore")
 	}
 	cfg, err := DistConfigFromEnv()
 	if err != nil {
@@ -76,10 +110,17 @@ func TestDistWorker(t *testing.T) {
 	if pg.Size() != 2 || pg.Backend() != "gloo" {
 		t.Fatalf("size %d backend %q", pg.Size(), pg.Backend())
 	}
+	if want := mode == "agent"; cfg.AgentStore != want || (want && cfg.RestartCount != 3) {
+		t.Errorf("mode %s: config %+v", mode, cfg)
+	}
 	onTorch(t, func() {
 		// Sum of [r+1, 10(r+1)] over r = 0, 1: [1+2, 10+20] = [3, 30].
 		s := FromSlice([]float32{float32(r + 1), float32(10 * (r + 1))})
 		expectFloats(t, "sum", pg.AllReduce(s, Sum).Float32s(), []float64{3, 30}, 0)
+		if mode == "agent" {
+			pg.Barrier()
+			return
+		}
 		// Avg of [r, 2r+1]: ([0 1] + [1 3]) / 2 = [0.5 2].
 		a := FromSlice([]float64{r, 2*r + 1})
 		expectFloats(t, "avg", pg.AllReduce(a, Avg).Float32s(), []float64{0.5, 2}, 0)
