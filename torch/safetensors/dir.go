@@ -157,6 +157,12 @@ func openSharded(dir, ixPath string) (*Checkpoint, error) {
 // tensors a shard holds but the index does not list are ignored, as transformers ignores them.
 func (c *Checkpoint) Names() []string { return append([]string(nil), c.names...) }
 
+// Has reports whether the checkpoint holds a tensor called name.
+func (c *Checkpoint) Has(name string) bool {
+	_, ok := c.byName[name]
+	return ok
+}
+
 // Index returns the parsed index, or nil for a single-file checkpoint.
 func (c *Checkpoint) Index() *Index { return c.index }
 
@@ -205,3 +211,8 @@ func (c *Checkpoint) Close() error {
 	}
 	return first
 }
+
+var (
+	_ Reader = (*File)(nil)
+	_ Reader = (*Checkpoint)(nil)
+)

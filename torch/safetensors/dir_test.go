@@ -97,6 +97,9 @@ func checkSample(t *testing.T, c *Checkpoint) {
 	if got := c.Names(); !reflect.DeepEqual(got, []string{"w0", "w1", "w2", "w3", "w4"}) {
 		t.Fatalf("names %v", got)
 	}
+	if !c.Has("w3") || c.Has("w5") {
+		t.Errorf("Has(w3) = %v, Has(w5) = %v", c.Has("w3"), c.Has("w5"))
+	}
 	for i, n := range c.Names() {
 		d, err := c.Data(n)
 		must(t, err)

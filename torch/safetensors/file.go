@@ -9,6 +9,7 @@ import (
 // Reader is what loaders need from a checkpoint: a single File or a sharded Checkpoint.
 type Reader interface {
 	Names() []string
+	Has(name string) bool
 	Info(name string) (TensorInfo, error)
 	Data(name string) ([]byte, error)
 }
