@@ -342,6 +342,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
+	if c.ModelType != "llama" && !c.MLPBias && !c.keys["mlp_bias"] {
+		delete(m, "mlp_bias") // a Llama-only field
+	}
 	if c.keys != nil {
 		for k, v := range m {
 			switch string(v) {

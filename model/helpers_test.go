@@ -32,7 +32,7 @@ func onTorch(t *testing.T, fn func() error) {
 // RoPE scaling with a short original context so that every branch of the scaling is used.
 func testConfig(t *testing.T, arch string, tied bool) *Config {
 	t.Helper()
-	c, _, err := PresetConfig(arch, "tiny", 61)
+	c, _, err := PresetConfig(arch, "tiny", &Vocab{Size: 61, BOS: 0, EOS: []int{1, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,19 +44,36 @@ var presets = map[string]preset{
 // PresetNames lists the presets `mtgrpo init` accepts.
 func PresetNames() []string { return sortedKeys(presets) }
 
+// Vocab is what a model's config takes from its tokenizer: the vocabulary size and the bos and eos
+// ids (config.json's eos_token_id is EOS[0]; generation_config.json stops on all of EOS).
+type Vocab struct {
+	Size int
+	BOS  int
+	EOS  []int
+}
+
+// PresetTokenizerDir is the directory, relative to the repository root, holding the real tokenizer
+// files of a preset ("" for tiny, whose tokenizer the tokenizer package writes).
+func PresetTokenizerDir(presetName string) string { return presets[presetName].tokenizerDir }
+
 // PresetConfig returns the config.json and generation_config.json of an architecture ("llama", "qwen2",
-// "qwen3") at a preset's size. vocab overrides the preset's vocabulary size when > 0 (the tiny preset
-// takes its tokenizer's size).
-func PresetConfig(arch, presetName string, vocab int) (*Config, *GenerationConfig, error) {
+// "qwen3") at a preset's size. v overrides the preset's vocabulary (the tiny preset has none of its
+// own: pass its tokenizer's).
+func PresetConfig(arch, presetName string, v *Vocab) (*Config, *GenerationConfig, error) {
 	p, ok := presets[presetName]
 	if !ok {
 		return nil, nil, fmt.Errorf("model: unknown preset %q (%s)", presetName, strings.Join(PresetNames(), ", "))
 	}
-	if vocab > 0 {
-		p.vocab = vocab
+	if v != nil {
+		p.vocab, p.bos, p.eos = v.Size, v.BOS, v.EOS
 	}
 	if p.vocab <= 0 {
-		return nil, nil, fmt.Errorf("model: preset %s needs a vocabulary size", presetName)
+		return nil, nil, fmt.Errorf("model: preset %s needs a vocabulary (its tokenizer's size)", presetName)
+	}
+	for _, id := range append([]int{p.bos}, p.eos...) {
+		if id < 0 || id >= p.vocab {
+			return nil, nil, fmt.Errorf("model: preset %s: token id %d is outside the vocabulary [0, %d)", presetName, id, p.vocab)
+		}
 	}
 	if _, ok := architectures[arch]; !ok {
 		return nil, nil, fmt.Errorf("model: unknown architecture %q (llama, qwen2, qwen3)", arch)
@@ -90,4 +107,14 @@ func PresetConfig(arch, presetName string, vocab int) (*Config, *GenerationConfi
 	}
 	g := &GenerationConfig{BOSTokenID: c.BOSTokenID, EOSTokenID: TokenIDs{IDs: p.eos, List: len(p.eos) > 1}}
 	return c, g, nil
+}
+
+// NewPreset builds a randomly initialised model of a preset in memory (see New): the demo's default
+// model is NewPreset("qwen3", "tiny", <the tiny tokenizer's Vocab>, seed, cpu options), with no files.
+func NewPreset(arch, presetName string, v *Vocab, seed uint64, o Options) (*Model, error) {
+	c, g, err := PresetConfig(arch, presetName, v)
+	if err != nil {
+		return nil, err
+	}
+	return New(c, g, o, seed)
 }

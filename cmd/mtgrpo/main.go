@@ -26,6 +26,8 @@ func run(args []string) error {
 		return nil
 	case "version":
 		return version()
+	case "init":
+		return initModel(args[1:])
 	default:
 		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
@@ -36,6 +38,7 @@ func usage() {
 
 commands:
   version   libtorch version and CUDA availability
+  init      write a randomly initialised model directory (--arch --preset --seed --out)
   help      this text`)
 }
 

@@ -1,0 +1,58 @@
+// Package model is the Llama 3.x, Qwen2 / Qwen2.5 and Qwen3 decoder in Go over package torch: the
+// Hugging Face config and checkpoint formats, the forward pass for training (chunked log-probs and
+// entropies, optional layer-wise gradient checkpointing) and for generation (a slot-based KV cache),
+// and export back to a directory transformers loads. It knows nothing of RL.
+//
+// # Files
+//
+//	config.go, generation.go   config.json / generation_config.json (HF names; refusals by field)
+//	llama.go, qwen2.go, qwen3.go  one file per architecture: its layer, attention and weight table
+//	layers.go, attention.go, rope.go  the shared leaves: Linear, RMSNorm, MLP, RoPE, attention
+//	model.go                   Model, the full weight table, Parameters
+//	batch.go, forward.go       padded / packed batches; Hidden, Logits, LogProbs
+//	train.go                   Train / Pass.Backward: chunked head, gradient checkpointing
+//	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
+//	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
+//
+// # Architectures
+//
+// Qwen2 is Llama plus a bias on q, k and v; Qwen3 is Llama plus RMSNorms on q and k (per head,
+// before RoPE) and a head_dim of its own. These differences are written out in each file rather
+// than switched by flags; only the leaf layers are shared. RoPE uses HF's rotate-half convention,
+// with llama3 frequency scaling when config.json asks for it; yarn, dynamic and other RoPE types,
+// sliding-window attention and activations other than SiLU are refused with an error naming the
+// field.
+//
+// # Threads, lifetime, errors
+//
+// Everything that touches tensors runs on the torch thread (inside torch.Run). A Model owns its
+// weights in a long-lived scope (Close frees them), a KVCache its buffers; the tensors a call returns
+// belong to the caller's current scope. Bad input (config fields, checkpoint tensors, token ids,
+// slots) is an error naming what is wrong; torch failures come back as errors, never as panics.
+//
+// # Training (the trainer's API)
+//
+//	b, _ := model.NewBatch(seqs, packed)                  // per-token tensors are [rows, cols]
+//	m.SetTrainable(true)
+//	p, _ := m.Train(b, model.ForwardOptions{Temperature: T, Entropy: true, Checkpoint: true})
+//	loss := f(p.LogProbs, p.Entropy, b.Tensor(mask), ...)  // any scalar built from them
+//	p.Backward(loss)                                       // fills every weight's .grad
+//	old, _ := m.LogProbs(b, opts)                          // no-grad scoring (old / reference policy)
+//
+// LogProbs[r, c] is log p(token | earlier tokens of its sequence) at the token's own position (0 at
+// each sequence's first token and at padding), after dividing the logits by the temperature. The
+// head runs ChunkTokens rows at a time in the forward pass and again, chunk by chunk, in the backward
+// pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+//
+// # Generation (the rollout engine's API)
+//
+//	c, _ := m.NewKVCache(slots, maxLen)  // [slots, kv_heads, max_len, head_dim] per layer
+//	logits, _ := m.Prefill(c, []int{0}, [][]int32{prompt})  // float32 [1, vocab]
+//	c.Fork(0, 1, 2, 3)                                       // a GRPO group shares the prompt
+//	logits, _ = m.Decode(c, []int{0, 1, 2, 3}, next)         // one token per slot
+//	logits, _ = m.Extend(c, []int{4, 1}, [][]int32{newPrompt, {tok}})  // mixed prefill + decode
+//	c.Reset(2)                                               // slot free for the next request
+//
+// Slots are indices the engine manages; each has its own length, and a step may mix slots of any
+// lengths and any number of new tokens.
+package model
