@@ -71,6 +71,9 @@ func loadModel(t testing.TB, name string) *Tokenizer {
 // rustIDs holds the reference ids for the corpus: [tokenizer][addSpecial][doc].
 type rustIDs [][2][][]int
 
+// rustText holds the reference decodes of the addSpecial=true ids: [tokenizer][skipSpecial][doc].
+var rustText [][2][]string
+
 var (
 	refOnce sync.Once
 	refIDs  rustIDs
@@ -84,48 +87,63 @@ func reference(t testing.TB) ([]string, rustIDs) {
 	requireAssets(t)
 	refOnce.Do(func() {
 		corpus = testCorpus()
-		dir, err := os.MkdirTemp("", "mtgrpo-tokenizer-ref")
-		if err != nil {
-			refErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		data, _ := json.Marshal(corpus)
-		corpusPath := filepath.Join(dir, "corpus.json")
-		if refErr = os.WriteFile(corpusPath, data, 0o644); refErr != nil {
-			return
-		}
-		args := []string{"../scripts/tokenizer/encode.js", corpusPath, filepath.Join(dir, "ids")}
+		var paths []string
 		for _, m := range realModels {
-			args = append(args, filepath.Join(modelDir(m), "tokenizer.json"))
+			paths = append(paths, filepath.Join(modelDir(m), "tokenizer.json"))
 		}
-		cmd := exec.Command("node", args...)
-		cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			refErr = fmt.Errorf("node encode.js: %v\n%s", err, out)
-			return
-		}
-		for i := range realModels {
-			raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("ids.%d.bin", i)))
-			if err != nil {
-				refErr = err
-				return
-			}
-			var both [2][][]int
-			off := 0
-			for k := 0; k < 2; k++ {
-				both[k], off, refErr = unpackIDs(raw, off, len(corpus))
-				if refErr != nil {
-					return
-				}
-			}
-			refIDs = append(refIDs, both)
-		}
+		refIDs, rustText, refErr = rustEncode(paths, corpus)
 	})
 	if refErr != nil {
 		t.Fatal(refErr)
 	}
 	return corpus, refIDs
+}
+
+// rustEncode encodes docs with every tokenizer file through node and returns the ids
+// ([tokenizer][addSpecial][doc]) and the decodes of the addSpecial ids.
+func rustEncode(paths []string, docs []string) (rustIDs, [][2][]string, error) {
+	dir, err := os.MkdirTemp("", "mtgrpo-tokenizer-ref")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	data, _ := json.Marshal(docs)
+	corpusPath := filepath.Join(dir, "corpus.json")
+	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
+		return nil, nil, err
+	}
+	args := append([]string{"../scripts/tokenizer/encode.js", corpusPath, filepath.Join(dir, "ids")}, paths...)
+	cmd := exec.Command("node", args...)
+	cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("node encode.js: %v\n%s", err, out)
+	}
+	var ids rustIDs
+	var texts [][2][]string
+	for i := range paths {
+		raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("ids.%d.bin", i)))
+		if err != nil {
+			return nil, nil, err
+		}
+		var both [2][][]int
+		off := 0
+		for k := 0; k < 2; k++ {
+			if both[k], off, err = unpackIDs(raw, off, len(docs)); err != nil {
+				return nil, nil, err
+			}
+		}
+		ids = append(ids, both)
+		var dec [2][]string
+		raw, err = os.ReadFile(filepath.Join(dir, fmt.Sprintf("ids.%d.dec.json", i)))
+		if err == nil {
+			err = json.Unmarshal(raw, &dec)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		texts = append(texts, dec)
+	}
+	return ids, texts, nil
 }
 
 func unpackIDs(raw []byte, off, docs int) ([][]int, int, error) {

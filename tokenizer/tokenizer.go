@@ -21,6 +21,12 @@ type Tokenizer struct {
 
 	idToAdded map[int32]int // added-token id -> index in added.tokens
 	tokenToID map[string]int32
+	// addedText is what an added token decodes to: its content, normalised when the token
+	// is normalized (the Rust library's id_to_token does so). specialText holds the contents
+	// of special tokens, which skipSpecial compares against addedText, so a normalized
+	// special token whose normalised text differs is not skipped, as in Rust.
+	addedText   []string
+	specialText map[string]bool
 	vocabSize int
 
 	config Config // from tokenizer_config.json; zero when loaded without one
@@ -110,6 +116,7 @@ func newPipeline(steps []preStep) pipeline {
 func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 	t.idToAdded = make(map[int32]int, len(tokens))
 	t.tokenToID = make(map[string]int32, len(tokens))
+	t.specialText = map[string]bool{}
 	t.vocabSize = len(t.model.tokens)
 	for i, at := range tokens {
 		if at.Content == "" {
@@ -120,6 +127,14 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 		}
 		t.idToAdded[int32(at.ID)] = i
 		t.tokenToID[at.Content] = int32(at.ID)
+		text := at.Content
+		if at.Normalized && t.norm != nil {
+			text = t.norm.normalize(text)
+		}
+		t.addedText = append(t.addedText, text)
+		if at.Special {
+			t.specialText[at.Content] = true
+		}
 		t.vocabSize = max(t.vocabSize, at.ID+1)
 	}
 	t.added = newAddedVocab(tokens, t.norm)
@@ -140,10 +155,11 @@ func (t *Tokenizer) TokenID(token string) (int, bool) {
 	return int(id), ok
 }
 
-// Token returns the token string of an id (added tokens first, as the Rust library does).
+// Token returns the token string of an id (added tokens first, as the Rust library does;
+// a normalized added token gives its normalised text).
 func (t *Tokenizer) Token(id int) (string, bool) {
 	if i, ok := t.idToAdded[int32(id)]; ok {
-		return t.added.tokens[i].Content, true
+		return t.addedText[i], true
 	}
 	if id < 0 || id >= len(t.model.tokens) || t.model.tokens[id] == "" {
 		return "", false
@@ -156,10 +172,11 @@ func (t *Tokenizer) AddedTokens() []AddedToken {
 	return append([]AddedToken(nil), t.added.tokens...)
 }
 
-// IsSpecial reports whether id is an added token marked special.
+// IsSpecial reports whether id is an added token marked special (the tokens
+// Decode(ids, true) drops).
 func (t *Tokenizer) IsSpecial(id int) bool {
 	i, ok := t.idToAdded[int32(id)]
-	return ok && t.added.tokens[i].Special
+	return ok && t.specialText[t.addedText[i]]
 }
 
 // Encode returns the token ids of text. addSpecial applies the post-processor's template

@@ -5,7 +5,9 @@
 //
 // CORPUS.json is a JSON array of strings. For each tokenizer i it writes OUT_PREFIX.i.bin:
 // for add_special_tokens false then true, per document a uint32 count and that many uint32
-// ids (little endian). With --bench it only times encoding and prints JSON.
+// ids (little endian), and OUT_PREFIX.i.dec.json: the add_special_tokens=true ids decoded
+// with skip_special_tokens false, then true. With --bench it only times encoding and prints
+// JSON.
 "use strict";
 const path = require("path");
 const fs = require("fs");
@@ -66,6 +68,9 @@ async function main() {
     const a = await encodeAll(tok, docs, false);
     const b = await encodeAll(tok, docs, true);
     fs.writeFileSync(`${outPrefix}.${i}.bin`, Buffer.concat([pack(a), pack(b)]));
+    const keep = await tok.decodeBatch(b, false);
+    const skip = await tok.decodeBatch(b, true);
+    fs.writeFileSync(`${outPrefix}.${i}.dec.json`, JSON.stringify([keep, skip]));
   }
 }
 
