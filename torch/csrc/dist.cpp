@@ -22,6 +22,9 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#if defined(USE_C10D_GLOO) && !defined(MT_HAVE_GLOO)
+#warning "gloo headers not found: this shim will have no Gloo (CPU) process groups"
+#endif
 #if defined(MTGRPO_CUDA) && !defined(MT_HAVE_NCCL)
 #warning "nccl.h not found: this shim will have no NCCL (CUDA) process groups"
 #endif
