@@ -124,7 +124,7 @@ func TestDecodeStreamHoldsSplitCharacters(t *testing.T) {
 // "maximal subpart" practice (what Rust's from_utf8_lossy and Python's errors="replace" do).
 func TestLossyUTF8(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{"a\xE2\x82b", "a\uFFFDb"},            // truncated 3-byte sequence: one U+FFFD
+		{"a\xE2\x82b", "a\uFFFDb"},             // truncated 3-byte sequence: one U+FFFD
 		{"\xE2\x82\xE2\x82\xAC", "\uFFFD€"},    // truncated, then complete €
 		{"\xF0\x80\x80", "\uFFFD\uFFFD\uFFFD"}, // F0 80: 80 is outside F0's second-byte range
 		{"\xED\xA0\x80", "\uFFFD\uFFFD\uFFFD"}, // a surrogate: ED A0 is invalid

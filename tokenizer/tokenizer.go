@@ -27,7 +27,7 @@ type Tokenizer struct {
 	// special token whose normalised text differs is not skipped, as in Rust.
 	addedText   []string
 	specialText map[string]bool
-	vocabSize int
+	vocabSize   int
 
 	config Config // from tokenizer_config.json; zero when loaded without one
 	chat   *chatTemplate
