@@ -46,14 +46,7 @@ func mergeHeads(x *torch.Tensor) *torch.Tensor {
 	return x.Transpose(1, 2).Reshape(s[0], s[2], s[1]*s[3])
 }
 
-// rotateHalf is cat(−x₂, x₁) over the last dimension (HF's rotate_half).
-func rotateHalf(x *torch.Tensor) *torch.Tensor {
-	halves := x.Chunk(2, -1)
-	return torch.Cat([]*torch.Tensor{halves[1].Neg(), halves[0]}, -1)
-}
-
-// applyRope rotates x [B, H, T, D] by the batch's angles: x·cos + rotate_half(x)·sin, with cos and sin
-// [B, 1, T, D] already in x's dtype (HF casts them to the activations' dtype too).
-func applyRope(x, cos, sin *torch.Tensor) *torch.Tensor {
-	return x.Mul(cos).Add(rotateHalf(x).Mul(sin))
-}
+// applyRope rotates x [B, H, T, D] by the batch's angles: x·cos + rotate_half(x)·sin with
+// rotate_half(x) = cat(−x₂, x₁), cos and sin [B, 1, T, D] already in x's dtype (HF casts them to the
+// activations' dtype too). One fused op.
+func applyRope(x, cos, sin *torch.Tensor) *torch.Tensor { return torch.RoPE(x, cos, sin) }
