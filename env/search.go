@@ -41,6 +41,7 @@ type Index struct {
 	tf     []map[string]int
 	length []int
 	df     map[string]int
+	post   map[string][]int // term → documents containing it, ascending
 	avgdl  float64
 }
 
@@ -48,6 +49,7 @@ type Index struct {
 type Hit struct {
 	Doc   Document
 	Score float64
+	pos   int
 }
 
 // Terms splits text into BM25 terms.
@@ -59,9 +61,9 @@ func Terms(text string) []string {
 
 // NewIndex indexes the documents' titles and texts.
 func NewIndex(docs []Document) *Index {
-	ix := &Index{K1: DefaultK1, B: DefaultB, docs: docs, df: map[string]int{}}
+	ix := &Index{K1: DefaultK1, B: DefaultB, docs: docs, df: map[string]int{}, post: map[string][]int{}}
 	total := 0
-	for _, d := range docs {
+	for i, d := range docs {
 		tf := map[string]int{}
 		terms := Terms(d.Title + " " + d.Text)
 		for _, t := range terms {
@@ -69,6 +71,7 @@ func NewIndex(docs []Document) *Index {
 		}
 		for t := range tf {
 			ix.df[t]++
+			ix.post[t] = append(ix.post[t], i)
 		}
 		ix.tf = append(ix.tf, tf)
 		ix.length = append(ix.length, len(terms))
@@ -89,26 +92,42 @@ func (ix *Index) IDF(term string) float64 {
 // Score is the BM25 score of document i for the query.
 func (ix *Index) Score(query string, i int) float64 {
 	s := 0.0
-	norm := ix.K1 * (1 - ix.B + ix.B*float64(ix.length[i])/ix.avgdl)
 	for _, t := range Terms(query) {
-		tf := float64(ix.tf[i][t])
-		if tf == 0 {
-			continue
-		}
-		s += ix.IDF(t) * tf * (ix.K1 + 1) / (tf + norm)
+		s += ix.termScore(t, i)
 	}
 	return s
 }
 
+func (ix *Index) termScore(t string, i int) float64 {
+	tf := float64(ix.tf[i][t])
+	if tf == 0 {
+		return 0
+	}
+	norm := ix.K1 * (1 - ix.B + ix.B*float64(ix.length[i])/ix.avgdl)
+	return ix.IDF(t) * tf * (ix.K1 + 1) / (tf + norm)
+}
+
 // Search returns the k best documents with a positive score, best first (ties by corpus order).
+// Only documents sharing a term with the query are scored (through the postings lists).
 func (ix *Index) Search(query string, k int) []Hit {
-	var hits []Hit
-	for i := range ix.docs {
-		if s := ix.Score(query, i); s > 0 {
-			hits = append(hits, Hit{Doc: ix.docs[i], Score: s})
+	scores := map[int]float64{}
+	for _, t := range Terms(query) {
+		for _, i := range ix.post[t] {
+			scores[i] += ix.termScore(t, i)
 		}
 	}
-	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
+	hits := make([]Hit, 0, len(scores))
+	for i, s := range scores {
+		if s > 0 {
+			hits = append(hits, Hit{Doc: ix.docs[i], Score: s, pos: i})
+		}
+	}
+	sort.Slice(hits, func(a, b int) bool {
+		if hits[a].Score != hits[b].Score {
+			return hits[a].Score > hits[b].Score
+		}
+		return hits[a].pos < hits[b].pos
+	})
 	if len(hits) > k {
 		hits = hits[:k]
 	}

@@ -1,0 +1,50 @@
+// Package env holds the environments, tools, reward functions and task generators of multi-turn
+// RL. It is pure Go and never imports torch: envs run on ordinary goroutines beside the torch
+// thread.
+//
+// # Contracts (what the rollout calls)
+//
+//	environment, err := env.Open("calc_mult", env.Config{})   // once: builds shared tools
+//	rows, err := data.Read("train.parquet", data.Options{})   // or environment.Generate(n, seed)
+//	task := env.TaskFromRow(rows[i], i)
+//
+//	e := environment.New()                                    // one Env per episode
+//	start, err := e.Reset(ctx, task)        // start.Messages: system + prompt; start.Tools: specs
+//	for {
+//	    text := generate(chatTemplate(history, start.Tools))  // the assistant's decoded message
+//	    res, err := e.Step(ctx, text)
+//	    traj.Turns = append(traj.Turns, env.Turn{Assistant: text, Result: res,
+//	        ContextTokens: len(contextIDs), OutputTokens: len(outputIDs)})
+//	    history = append(history, res.Assistant); history = append(history, res.Messages...)
+//	    if res.Done { break }
+//	}
+//	score, err := e.Rubric().Score(&traj)   // Reward, TurnRewards, TurnReward, Metrics
+//	e.Close()
+//
+// Message, ToolCall and ToolSpec have the JSON shapes Hugging Face chat templates take
+// (messages with role, content, tool_calls, tool_call_id, name; tools as {"type": "function",
+// "function": {name, description, parameters}}). StepResult.Assistant is the parsed assistant
+// message (prose + structured tool calls) for re-rendering history; tool results are role "tool"
+// messages carrying the call's id and the tool's name; environment feedback is a "user" message.
+//
+// Tool calls are parsed from the model's text in Qwen's <tool_call>{...}</tool_call> format
+// (several per message) and Llama 3's whole-message JSON ({"name", "parameters"}, optionally
+// after <|python_tag|>). Malformed calls, unknown tools, bad arguments and tool errors become
+// "Error: ..." tool messages and counts in TurnInfo; Step never fails on model output.
+//
+// # Rewards
+//
+// A Rubric is a list of named, weighted trajectory functions (each reported as reward/<name>)
+// and turn functions (turn_reward/<name>). Reward is their weighted sum, or, under the context
+// rules of multi-turn GRPO with condensed contexts, 1/max_t|c_t| ("inverse") or
+// budget/max_t|c_t| ("scaled") when every gate function (format, correctness) passes and 0
+// otherwise. TurnReward is MT-GRPO's R_turn: the turn rewards summed over the turns up to and
+// including the first tool call.
+//
+// # Environments
+//
+// gsm8k, gsm8k_python, calc_mult, wiki_qa, frozenlake, guess_number, countdown and data (users'
+// rows), by name through Open; each has a seeded generator (Generate) so nothing is downloaded.
+// Datasets are read and written by package env/data; the python tool runs in package
+// env/sandbox.
+package env

@@ -1,0 +1,60 @@
+package env
+
+import "testing"
+
+func TestRubricHandWorked(t *testing.T) {
+	pass := 1.0
+	r := &Rubric{
+		Funcs: []RewardFunc{
+			{Name: "a", Weight: 0.5, Gate: true, Fn: func(*Trajectory) float64 { return pass }},
+			{Name: "b", Weight: 2, Fn: func(*Trajectory) float64 { return 0.25 }},
+		},
+		Turn: []TurnRewardFunc{{Name: "idx", Weight: 2, Fn: func(_ *Trajectory, i int) float64 { return float64(i) }}},
+	}
+	traj := &Trajectory{Turns: []Turn{{ContextTokens: 50}, {ContextTokens: 200}, {ContextTokens: 120}}}
+	traj.Turns[1].Result.Info.ToolCalls = 1
+	// Sum: 0.5·1 + 2·0.25 = 1. Turn rewards 2·i = [0, 2, 4]; the first tool call is in turn 1,
+	// so R_turn = 0 + 2 = 2; metric turn_reward/idx = mean(0, 1, 2) = 1.
+	s, err := r.Score(traj)
+	if err != nil || s.Reward != 1 || s.TurnReward != 2 || s.TurnRewards[2] != 4 {
+		t.Fatalf("sum: %+v %v", s, err)
+	}
+	wantMetric(t, s, "reward/a", 1)
+	wantMetric(t, s, "reward/b", 0.25)
+	wantMetric(t, s, "turn_reward/idx", 1)
+	wantMetric(t, s, "context/max_tokens", 200)
+	// Inverse: gates pass → 1/max(50, 200, 120) = 1/200. Scaled, budget 400: 400/200 = 2.
+	r.Context = ContextInverse
+	if s, _ := r.Score(traj); s.Reward != 0.005 {
+		t.Fatalf("inverse %v", s.Reward)
+	}
+	r.Context, r.Budget = ContextScaled, 400
+	if s, _ := r.Score(traj); s.Reward != 2 {
+		t.Fatalf("scaled %v", s.Reward)
+	}
+	pass = 0 // a gate fails → 0 whatever the length
+	if s, _ := r.Score(traj); s.Reward != 0 {
+		t.Fatalf("gate failed but reward %v", s.Reward)
+	}
+	// Without tool calls R_turn covers every turn: 0 + 2 + 4.
+	traj.Turns[1].Result.Info.ToolCalls = 0
+	if s, _ := r.Score(traj); s.TurnReward != 6 {
+		t.Fatalf("no tool: %v", s.TurnReward)
+	}
+	// Configuration errors.
+	r.Budget = 0
+	if _, err := r.Score(traj); err == nil {
+		t.Error("scaled without budget")
+	}
+	r.Context = "bogus"
+	if _, err := r.Score(traj); err == nil {
+		t.Error("unknown rule")
+	}
+	r.Context = ContextInverse
+	if _, err := r.Score(&Trajectory{Turns: []Turn{{}}}); err == nil {
+		t.Error("inverse without token counts")
+	}
+	if got := r.Names(); len(got) != 3 || got[0] != "a" || got[2] != "idx" {
+		t.Errorf("names %v", got)
+	}
+}
