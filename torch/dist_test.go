@@ -49,9 +49,9 @@ func TestDistributedAgentStore(t *testing.T) {
 	}
 }
 
-// runWorkers runs TestDistWorker in two processes (ranks 0 and 1) in the given mode and checks
-// that both finish and report success.
-func runWorkers(t *testing.T, mode string, env ...string) {
+// runWorkers runs TestDistWorker in two processes (ranks 0 and 1) in the given mode, checks that
+// both finish and report success, and returns their output.
+func runWorkers(t testing.TB, mode string, env ...string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -71,17 +71,19 @@ func runWorkers(t *testing.T, mode string, env ...string) {
 		}
 		cmds[r] = cmd
 	}
+	res := make([]string, world)
 	for r, cmd := range cmds {
 		err := cmd.Wait()
-		out := outs[r].String()
-		if err != nil || !strings.Contains(out, fmt.Sprintf("dist worker rank %d ok", r)) {
-			t.Errorf("rank %d: %v\n%s", r, err, out)
+		res[r] = outs[r].String()
+		if err != nil || !strings.Contains(res[r], fmt.Sprintf("dist worker rank %d ok", r)) {
+			t.Errorf("rank %d: %v\n%s", r, err, res[r])
 		}
 	}
+	return res
 }
 
 // freePort asks the kernel for an unused loopback port.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +119,12 @@ func TestDistWorker(t *testing.T) {
 		// Sum of [r+1, 10(r+1)] over r = 0, 1: [1+2, 10+20] = [3, 30].
 		s := FromSlice([]float32{float32(r + 1), float32(10 * (r + 1))})
 		expectFloats(t, "sum", pg.AllReduce(s, Sum).Float32s(), []float64{3, 30}, 0)
-		if mode == "agent" {
+		switch mode {
+		case "agent":
 			pg.Barrier()
+			return
+		case "bench":
+			benchAllReduceGrads(t, pg)
 			return
 		}
 		// Avg of [r, 2r+1]: ([0 1] + [1 3]) / 2 = [0.5 2].
