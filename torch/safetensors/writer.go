@@ -217,6 +217,11 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
+	// Make the rename itself durable; a failure here does not undo a complete, renamed file.
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
 	return nil
 }
 
