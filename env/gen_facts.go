@@ -45,8 +45,15 @@ func inventName(r *rand.Rand, parts int, used map[string]bool) string {
 }
 
 // GenerateCorpus builds the facts corpus: per country a passage on its capital, one on its
-// founding, one on its nature. It also returns the facts the questions are drawn from.
-func GenerateCorpus(seed int64, size int) ([]Document, []fact) {
+// founding, one on its nature (3·size documents). WriteCorpus saves it for inspection or for
+// Config.CorpusPath.
+func GenerateCorpus(seed int64, size int) []Document {
+	docs, _ := corpusAndFacts(seed, size)
+	return docs
+}
+
+// corpusAndFacts builds the corpus and the facts the questions are drawn from.
+func corpusAndFacts(seed int64, size int) ([]Document, []fact) {
 	r := newRand(seed, "corpus")
 	used := map[string]bool{}
 	var docs []Document
@@ -78,7 +85,7 @@ var WikiQAInstruction = toolSystemPrompt("search", "give the answer as <answer>.
 
 // GenerateWikiQA makes n questions over the default corpus.
 func GenerateWikiQA(n int, seed int64) []data.Row {
-	_, facts := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
+	_, facts := corpusAndFacts(DefaultCorpusSeed, DefaultCorpusSize)
 	r := newRand(seed, "wiki_qa")
 	rows := make([]data.Row, n)
 	for i := range rows {

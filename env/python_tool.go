@@ -10,7 +10,7 @@ import (
 )
 
 // PythonTool runs model-written Python in the sandbox (see package sandbox for the guarantees).
-// A run that exits non-zero (a traceback), hits a limit or times out is a failed call: the
+// A run that exits non-zero, prints a traceback, hits a limit or times out is a failed call: the
 // model sees its output and the error.
 type PythonTool struct {
 	SB *sandbox.Sandbox
@@ -57,6 +57,10 @@ func (t *PythonTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", fmt.Errorf("killed by %s (CPU or memory limit)\n%s", r.Signal, out)
 	case r.ExitCode != 0:
 		return "", fmt.Errorf("exit status %d\n%s", r.ExitCode, out)
+	case strings.Contains(r.Stderr, "Traceback (most recent call last)"):
+		// The program printed a traceback and went on (traceback.print_exc()): MT-GRPO counts
+		// a call with a traceback as failed.
+		return "", fmt.Errorf("traceback\n%s", out)
 	}
 	if out == "" {
 		out = "(no output; use print to see values)"

@@ -211,7 +211,7 @@ func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
 }
 
 func searchTool(cfg Config) (*SearchTool, error) {
-	docs, _ := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
+	docs := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
 	if cfg.CorpusPath != "" {
 		var err error
 		if docs, err = ReadCorpus(cfg.CorpusPath); err != nil {

@@ -5,53 +5,6 @@ import (
 	"sort"
 )
 
-// Trajectory is a finished episode as the rubric scores it. The rollout builds it: the task, what
-// Reset returned, and per turn the assistant's text, what Step returned and the token counts.
-type Trajectory struct {
-	Task  Task
-	Start Start
-	Turns []Turn
-}
-
-// Turn is one (context, output) pair of a trajectory.
-type Turn struct {
-	// Assistant is the assistant's message as generated (decoded).
-	Assistant string
-	// Result is what Step returned for it.
-	Result StepResult
-	// ContextTokens is |c_t|: the tokens of the (condensed) context the turn was generated from.
-	ContextTokens int
-	// OutputTokens is |o_t|: the tokens the model generated.
-	OutputTokens int
-}
-
-// LastAssistant is the text of the last assistant turn ("" for an empty trajectory).
-func (t *Trajectory) LastAssistant() string {
-	if len(t.Turns) == 0 {
-		return ""
-	}
-	return t.Turns[len(t.Turns)-1].Assistant
-}
-
-// MaxContextTokens is max_t |c_t|, the longest context the trajectory used.
-func (t *Trajectory) MaxContextTokens() int {
-	m := 0
-	for _, tu := range t.Turns {
-		if tu.ContextTokens > m {
-			m = tu.ContextTokens
-		}
-	}
-	return m
-}
-
-// Final is the last turn's info (zero for an empty trajectory).
-func (t *Trajectory) Final() TurnInfo {
-	if len(t.Turns) == 0 {
-		return TurnInfo{}
-	}
-	return t.Turns[len(t.Turns)-1].Result.Info
-}
-
 // RewardFunc is a named, weighted trajectory-level reward.
 type RewardFunc struct {
 	Name   string

@@ -58,3 +58,21 @@ func TestRubricHandWorked(t *testing.T) {
 		t.Errorf("names %v", got)
 	}
 }
+
+func TestTrajectoryStats(t *testing.T) {
+	traj := &Trajectory{Turns: []Turn{
+		{Result: StepResult{Info: TurnInfo{ToolCalls: 2, ToolSuccesses: 1, ToolErrors: 1, AnswerInToolResult: true}}},
+		{Result: StepResult{Info: TurnInfo{ValidActions: 3, InvalidActions: 1, Truncated: true}}},
+	}}
+	s := traj.Stats()
+	want := map[string]float64{"num_turns": 2, "tool_call_counts": 2, "tool_successes": 1, "tool_errors": 1,
+		"num_valid_actions": 3, "num_invalid_actions": 1, "answer_in_tool_result": 1, "truncated": 1, "success": 0}
+	for k, v := range want {
+		if s[k] != v {
+			t.Errorf("%s = %v, want %v", k, s[k], v)
+		}
+	}
+	if len(s) != len(want) {
+		t.Errorf("extra stats: %v", s)
+	}
+}

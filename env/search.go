@@ -171,7 +171,25 @@ func decodeCorpus(r io.Reader, name string) ([]Document, error) {
 	return docs, nil
 }
 
-// SearchTool retrieves passages from a BM25 index.
+// WriteCorpus saves documents as JSONL ({id, title, text} per line), the format ReadCorpus reads.
+func WriteCorpus(path string, docs []Document) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false)
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return f.Close()
+}
+
+// SearchTool retrieves passages from a BM25 index. Each document is one passage: split long
+// documents before indexing.
 type SearchTool struct {
 	Index *Index
 	// K is the number of passages returned when the call does not say (default 3).

@@ -188,3 +188,43 @@ func TestEnvironmentsSurviveBadPolicies(t *testing.T) {
 		}
 	}
 }
+
+// A program that prints a traceback but exits 0 still counts as a failed call.
+func TestPythonToolTracebackIsFailure(t *testing.T) {
+	py, err := NewPythonTool(quickPython)
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	out, err := py.Call(context.Background(), []byte(`{"code": "import traceback\ntry:\n    1/0\nexcept Exception:\n    traceback.print_exc()\nprint('went on')"}`))
+	if err == nil || !strings.Contains(err.Error(), "ZeroDivisionError") || !strings.Contains(err.Error(), "went on") {
+		t.Fatalf("got %q, %v", out, err)
+	}
+	out, err = py.Call(context.Background(), []byte("{\"code\": \"```python\\nprint(6 * 7)\\n```\"}"))
+	if err != nil || out != "42" {
+		t.Fatalf("fenced code: %q, %v", out, err)
+	}
+	if _, err := py.Call(context.Background(), []byte(`{"cmd": "ls"}`)); err == nil || !strings.Contains(err.Error(), "bad arguments") {
+		t.Fatalf("bad args: %v", err)
+	}
+}
+
+// A corpus written by WriteCorpus serves wiki_qa through Config.CorpusPath.
+func TestCorpusFile(t *testing.T) {
+	path := t.TempDir() + "/corpus.jsonl"
+	docs := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
+	if len(docs) != 3*DefaultCorpusSize {
+		t.Fatalf("%d docs", len(docs))
+	}
+	if err := WriteCorpus(path, docs[:3]); err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, "wiki_qa", Config{CorpusPath: path})
+	st := e.New().(*ChatEnv).Tools
+	msgs, _, _ := st.Run(context.Background(), 0, ParseToolCalls(`<tool_call>{"name": "search", "arguments": {"query": "`+docs[0].Title+` capital"}}</tool_call>`))
+	if !strings.HasPrefix(msgs[0].Content, "[1] "+docs[0].Title+"\n"+docs[0].Text) {
+		t.Fatalf("search over the file: %q", msgs[0].Content)
+	}
+	if _, err := Open("wiki_qa", Config{CorpusPath: path + ".missing"}); err == nil {
+		t.Fatal("missing corpus accepted")
+	}
+}

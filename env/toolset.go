@@ -54,8 +54,8 @@ type ToolOutcome struct {
 	Err    error  // nil when the tool ran successfully
 }
 
-// Run executes the parsed calls in order (and reports the malformed ones), returning one tool
-// message per attempt and the turn's counts. Call IDs are "call_<turn>_<i>". A tool's panic is
+// Run executes the parsed calls in order, returning one tool message per attempt (the malformed
+// ones first, then the well-formed calls in the order written) and the turn's counts. Call IDs are "call_<turn>_<i>". A tool's panic is
 // recovered and reported as its error: a tool bug must not kill the episode's goroutine.
 func (ts *Toolset) Run(ctx context.Context, turn int, p ParsedMessage) ([]Message, []ToolOutcome, TurnInfo) {
 	var msgs []Message

@@ -20,7 +20,8 @@
 //
 // Interpreter-enforced (a PEP 578 audit hook installed by the preamble; hooks cannot be removed
 // from Python code): no open() or os.open() outside the working directory except reads of the
-// interpreter's own installation (so imports work) and a few /dev files; no listing, chdir,
+// interpreter's own installation prefix (so imports work; for /usr/bin/python3 that prefix is
+// all of /usr), Config.ReadDirs, and /dev/null, /dev/zero, /dev/urandom, /dev/random; no listing, chdir,
 // rename or removal outside it; no fork, exec, spawn, subprocess, os.system, sockets, ctypes, or
 // setrlimit. This stops what ordinary and careless code does (reading /etc/passwd, fork loops,
 // shelling out). It is not a boundary against an adversary who knows CPython internals (for
