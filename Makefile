@@ -38,9 +38,7 @@ bench: $(SHIM)
 # bench-torch: the binding's per-call overhead and matmul rate against libtorch called from C++
 # (docs/bench/torch.md).
 bench-torch: $(SHIM)
-	scripts/build_shim.sh bench
-	build/libtorch_bench
-	$(GO) test -run '^$$' -bench . -benchtime 1s ./torch
+	scripts/bench_torch.sh
 
 demo: build
 	$(BIN) demo
