@@ -25,8 +25,8 @@ func BenchmarkCgoCall(b *testing.B) {
 // The "cpp-ns/op" metric is the same op in a C++ loop inside the shim.
 func BenchmarkAddSmall(b *testing.B) {
 	onTorchB(b, func() {
-		x := FromSlice([]float32{1, 2, 3, 4})
-		y := FromSlice([]float32{4, 3, 2, 1})
+		x := dev(FromSlice([]float32{1, 2, 3, 4}))
+		y := dev(FromSlice([]float32{4, 3, 2, 1}))
 		s := NewScope()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -45,8 +45,8 @@ func BenchmarkAddSmall(b *testing.B) {
 // BenchmarkAddSmallFreeEach frees every result at once (two crossings per op).
 func BenchmarkAddSmallFreeEach(b *testing.B) {
 	onTorchB(b, func() {
-		x := FromSlice([]float32{1, 2, 3, 4})
-		y := FromSlice([]float32{4, 3, 2, 1})
+		x := dev(FromSlice([]float32{1, 2, 3, 4}))
+		y := dev(FromSlice([]float32{4, 3, 2, 1}))
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			x.Add(y).Free()
