@@ -17,6 +17,10 @@ import (
 type Batch struct {
 	Seqs   [][]int32
 	Packed bool
+	// ScoreFrom, when set, holds per sequence the index of the first token to score: log-probs and
+	// entropies of earlier tokens (a prompt the loss masks anyway) are left 0 and the vocabulary-
+	// sized head is not computed for them. nil scores every token from the second on.
+	ScoreFrom []int
 
 	rows, cols int
 	row, start []int   // where sequence i sits: row, first column
@@ -115,12 +119,17 @@ func (b *Batch) mask() []bool {
 	return m
 }
 
-// scored lists, for every token that has a predecessor in its sequence, the flat index of the
-// position that predicts it, the token itself, and its own flat index (where its log-prob goes).
+// scored lists, for every scored token (one with a predecessor in its sequence, from ScoreFrom on),
+// the flat index of the position that predicts it, the token itself, and its own flat index (where
+// its log-prob goes).
 func (b *Batch) scored() (pred, target, at []int64) {
 	for i, s := range b.Seqs {
 		o := b.row[i]*b.cols + b.start[i]
-		for t := 1; t < len(s); t++ {
+		from := 1
+		if b.ScoreFrom != nil {
+			from = max(1, b.ScoreFrom[i])
+		}
+		for t := from; t < len(s); t++ {
 			pred = append(pred, int64(o+t-1))
 			target = append(target, int64(s[t]))
 			at = append(at, int64(o+t))
@@ -129,8 +138,12 @@ func (b *Batch) scored() (pred, target, at []int64) {
 	return pred, target, at
 }
 
-// checkIDs refuses token ids outside the vocabulary, naming the sequence and position.
+// checkIDs refuses token ids outside the vocabulary, naming the sequence and position, and a
+// ScoreFrom of the wrong length.
 func (b *Batch) checkIDs(vocab int) error {
+	if b.ScoreFrom != nil && len(b.ScoreFrom) != len(b.Seqs) {
+		return fmt.Errorf("model: ScoreFrom has %d entries for %d sequences", len(b.ScoreFrom), len(b.Seqs))
+	}
 	for i, s := range b.Seqs {
 		for t, id := range s {
 			if id < 0 || int(id) >= vocab {

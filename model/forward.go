@@ -19,6 +19,9 @@ type ForwardOptions struct {
 	// Checkpoint (Train only) recomputes each decoder layer in the backward pass instead of keeping
 	// its activations: memory for one layer's activations plus one [tokens, hidden] input per layer.
 	Checkpoint bool
+	// Hidden also returns the final hidden states (after the last norm) [rows, cols, hidden]; in
+	// Train they carry gradients, so a value head (a PPO critic) can be trained through the model.
+	Hidden bool
 }
 
 func (o ForwardOptions) chunk(vocab int) int {
@@ -41,6 +44,7 @@ func (o ForwardOptions) temperature() float64 {
 type Output struct {
 	LogProbs *torch.Tensor
 	Entropy  *torch.Tensor // nil unless ForwardOptions.Entropy
+	Hidden   *torch.Tensor // [rows, cols, hidden] after the final norm; nil unless ForwardOptions.Hidden
 }
 
 // inputs prepares the ids tensor and the attention state of a batch.
@@ -108,6 +112,9 @@ func (m *Model) LogProbs(b *Batch, o ForwardOptions) (out *Output, err error) {
 		}
 		h := torch.Scoped(func() *torch.Tensor { return m.layers(m.embed(ids), a) })
 		out = m.head(b, h.View(-1, int64(m.Config.HiddenSize)), o)
+		if o.Hidden {
+			out.Hidden = m.Norm.Forward(h)
+		}
 	})
 	return out, err
 }

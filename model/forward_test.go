@@ -268,3 +268,106 @@ func TestTrainRefusesFrozenWeights(t *testing.T) {
 		return nil
 	})
 }
+
+// ScoreFrom skips the head for prompt tokens: their log-probs are 0, the rest are unchanged.
+func TestScoreFrom(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen2", false, 17)
+		defer m.Close()
+		seqs := randomSeqs(18, m.Config.VocabSize, 6, 4, 7)
+		for _, packed := range []bool{false, true} {
+			all, _ := NewBatch(seqs, packed)
+			part, _ := NewBatch(seqs, packed)
+			part.ScoreFrom = []int{3, 0, 6}
+			a, err := m.LogProbs(all, ForwardOptions{})
+			if err != nil {
+				return err
+			}
+			p, err := m.LogProbs(part, ForwardOptions{})
+			if err != nil {
+				return err
+			}
+			va, _ := all.Values(a.LogProbs)
+			vp, _ := part.Values(p.LogProbs)
+			for i := range seqs {
+				for tk := range seqs[i] {
+					want := va[i][tk]
+					if tk < part.ScoreFrom[i] {
+						want = 0
+					}
+					// Other rows in the head's matmul change BLAS blocking: equal to rounding.
+					if math.Abs(float64(vp[i][tk]-want)) > 1e-5 || (want == 0) != (vp[i][tk] == 0) {
+						t.Errorf("packed=%v seq %d token %d: %v, want %v", packed, i, tk, vp[i][tk], want)
+					}
+				}
+			}
+			part.ScoreFrom = []int{1}
+			if _, err := m.LogProbs(part, ForwardOptions{}); err == nil || !contains(err.Error(), "ScoreFrom has 1 entries for 3") {
+				t.Errorf("short ScoreFrom: %v", err)
+			}
+		}
+		return nil
+	})
+}
+
+// A value head on Hidden (a PPO critic) trains through the model: the gradient of a loss over the
+// hidden states matches a finite difference, with and without checkpointing, and Hidden equals the
+// no-grad hidden states.
+func TestHiddenGradient(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", true, 19)
+		defer m.Close()
+		m.SetTrainable(true)
+		b, _ := NewBatch(randomSeqs(20, m.Config.VocabSize, 5, 3), false)
+		rows, cols := b.Shape()
+		wv := make([]float32, rows*cols*m.Config.HiddenSize)
+		for i := range wv {
+			wv[i] = float32(i%7) - 3
+		}
+		head := torch.FromSlice(wv, int64(rows), int64(cols), int64(m.Config.HiddenSize)).ToDevice(m.Device)
+		name := "model.layers.0.self_attn.v_proj.weight"
+		var w *torch.Tensor
+		for _, p := range m.Parameters() {
+			if p.Name == name {
+				w = p.Tensor
+			}
+		}
+		grads := map[bool][]float32{}
+		for _, ck := range []bool{false, true} {
+			torch.ZeroGrad(m.ParameterTensors())
+			p, err := m.Train(b, ForwardOptions{Hidden: true, Checkpoint: ck})
+			if err != nil {
+				return err
+			}
+			if err := p.Backward(p.Hidden.Mul(head).Sum(false)); err != nil {
+				return err
+			}
+			grads[ck] = w.Grad().Float32s()
+		}
+		if d := maxAbsDiff(grads[false], grads[true]); d > 1e-5 {
+			t.Errorf("checkpointed hidden-state gradient differs by %g", d)
+		}
+		value := func() float64 {
+			h, err := m.Hidden(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h.Mul(head).Sum(false).Float()
+		}
+		const eps = 1e-2
+		flat := w.Detach().View(-1)
+		for _, idx := range []int64{3, 200} {
+			orig := flat.Narrow(0, idx, 1).Float()
+			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig + eps) })
+			up := value()
+			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig - eps) })
+			down := value()
+			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig) })
+			fd := (up - down) / (2 * eps)
+			if got := float64(grads[false][idx]); math.Abs(got-fd) > 2e-3*math.Max(1, math.Abs(fd)) {
+				t.Errorf("%s[%d]: gradient %v, finite difference %v", name, idx, got, fd)
+			}
+		}
+		return nil
+	})
+}

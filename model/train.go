@@ -66,27 +66,29 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	if o.Entropy {
 		p.Entropy.SetRequiresGrad(true)
 	}
+	if o.Hidden {
+		// Small ([tokens, hidden]): kept with its graph to hflat rather than recomputed.
+		p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...)
+	}
 	return p, nil
 }
 
 // Backward accumulates d loss/d weight into every weight's .grad (add to what is there: call
-// torch.ZeroGrad between optimizer steps). loss must be a scalar computed from LogProbs / Entropy.
-// A pass can be backpropagated once.
+// torch.ZeroGrad between optimizer steps). loss must be a scalar computed from LogProbs, Entropy
+// and Hidden (and anything else: a value head's weights get their gradients too). A pass can be
+// backpropagated once.
 func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 	defer torch.Recover(&err)
 	if p.done {
 		return fmt.Errorf("model: Backward called twice on one pass")
 	}
 	p.done = true
-	leaves := []*torch.Tensor{p.LogProbs}
-	if p.Entropy != nil {
-		leaves = append(leaves, p.Entropy)
-	}
-	torch.Backward([]*torch.Tensor{loss}, torch.BackwardOpts{Inputs: leaves})
+	// Into LogProbs.grad, Entropy.grad and, through Hidden, hflat.grad and the final norm.
+	torch.Backward([]*torch.Tensor{loss}, torch.BackwardOpts{})
 	p.backwardHead()
 	g := p.hflat.Grad()
 	if g == nil {
-		return fmt.Errorf("model: the loss does not depend on the log-probs")
+		return fmt.Errorf("model: the loss depends on neither the log-probs, the entropies nor the hidden states")
 	}
 	g = g.View(p.last.Shape()...)
 	if !p.o.Checkpoint {
@@ -115,6 +117,9 @@ func (p *Pass) backwardHead() {
 			return g.View(-1)
 		}
 		return torch.ZerosLike(t).View(-1)
+	}
+	if p.LogProbs.Grad() == nil && (p.Entropy == nil || p.Entropy.Grad() == nil) {
+		return // the loss uses only the hidden states
 	}
 	glp, gent := gradOf(p.LogProbs), gradOf(p.Entropy)
 	step := p.o.chunk(p.m.Config.VocabSize)
