@@ -130,6 +130,9 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 		p.last = append(p.last, int64(i*T+n-1))
 		p.write.slots = append(p.write.slots, int64(s))
 	}
+	if fresh(c, slots, tokens) {
+		p.mask = nil // every row is a whole prompt of the same length: plain causal (flash on CUDA)
+	}
 	p.write.first, p.write.count = int64(slots[0]), int64(B)
 	for i, s := range slots {
 		if s != slots[0]+i {
@@ -137,6 +140,16 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 		}
 	}
 	return p, nil
+}
+
+// fresh reports an Extend whose rows all start empty and add the same number of tokens.
+func fresh(c *KVCache, slots []int, tokens [][]int32) bool {
+	for i, s := range slots {
+		if c.lens[s] != 0 || len(tokens[i]) != len(tokens[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // upload moves the index lists to dev.
