@@ -21,6 +21,8 @@ const (
 	qwenOpen   = "<tool_call>"
 	qwenClose  = "</tool_call>"
 	pythonTag  = "<|python_tag|>"
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
 	maxCallErr = 200 // characters of a bad call quoted back to the model
 )
 
@@ -38,8 +40,23 @@ type ParsedMessage struct {
 func (p ParsedMessage) Attempts() int { return len(p.Calls) + len(p.Errors) }
 
 // ParseToolCalls finds the tool calls in an assistant message in either format. It never fails:
-// malformed calls are reported in Errors.
+// malformed calls are reported in Errors. Reasoning is not searched: with a <think>...</think>
+// block (Qwen3), only the text after the last </think> can hold calls, and a <think> that is
+// never closed (generation cut mid-thought) holds none. The reasoning stays in Content.
 func ParseToolCalls(text string) ParsedMessage {
+	if i := strings.LastIndex(text, thinkClose); i >= 0 {
+		head := text[:i+len(thinkClose)]
+		p := parseCalls(text[i+len(thinkClose):])
+		p.Content = strings.TrimSpace(head + "\n\n" + p.Content)
+		return p
+	}
+	if strings.Contains(text, thinkOpen) {
+		return ParsedMessage{Content: strings.TrimSpace(text)}
+	}
+	return parseCalls(text)
+}
+
+func parseCalls(text string) ParsedMessage {
 	if strings.Contains(text, qwenOpen) || strings.Contains(text, qwenClose) {
 		return parseQwen(text)
 	}

@@ -108,3 +108,21 @@ func TestToolsetRun(t *testing.T) {
 		t.Fatalf("spec\n%s\nwant\n%s", spec, want)
 	}
 }
+
+// Calls are looked for after the reasoning only.
+func TestParseSkipsReasoning(t *testing.T) {
+	text := "<think>\nMaybe <tool_call>{\"name\": \"x\"}</tool_call> is wrong.\n</think>\n\n<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1\"}}</tool_call>"
+	p := ParseToolCalls(text)
+	if len(p.Calls) != 1 || p.Calls[0].Function.Name != "calculator" || len(p.Errors) != 0 {
+		t.Fatalf("%+v", p)
+	}
+	if p.Content != "<think>\nMaybe <tool_call>{\"name\": \"x\"}</tool_call> is wrong.\n</think>" {
+		t.Fatalf("content %q", p.Content)
+	}
+	if p := ParseToolCalls("<think>cut off <tool_call>{\"name\": \"calculator\"}</tool_call>"); p.Attempts() != 0 {
+		t.Fatalf("unclosed think: %+v", p)
+	}
+	if p := ParseToolCalls("<think></think>The answer is 4."); p.Attempts() != 0 || p.Content != "<think></think>\n\nThe answer is 4." {
+		t.Fatalf("plain: %+v", p)
+	}
+}
