@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -60,7 +62,7 @@ var workspaces = sync.Pool{New: func() any { return new(workspace) }}
 
 // encodePiece appends the ids of one pre-tokenized piece. byteInput says the piece is raw
 // text whose bytes still have to be mapped to the byte-level alphabet.
-func (m *bpe) encodePiece(dst []int32, piece string, byteInput bool) []int32 {
+func (m *bpe) encodePiece(dst []int, piece string, byteInput bool) []int {
 	if piece == "" {
 		return dst
 	}
@@ -71,16 +73,19 @@ func (m *bpe) encodePiece(dst []int32, piece string, byteInput bool) []int32 {
 		if byteInput {
 			ws.buf = appendByteLevel(ws.buf[:0], piece)
 			if id, ok := m.vocab[string(ws.buf)]; ok {
-				return append(dst, id)
+				return append(dst, int(id))
 			}
 		} else if id, ok := m.vocab[key]; ok {
-			return append(dst, id)
+			return append(dst, int(id))
 		}
 	}
 	cacheable := len(piece) < maxCachedPiece
 	if cacheable {
 		if ids, ok := m.cache.get(piece); ok {
-			return append(dst, ids...)
+			for _, id := range ids {
+				dst = append(dst, int(id))
+			}
+			return dst
 		}
 	}
 	if byteInput {
@@ -88,10 +93,17 @@ func (m *bpe) encodePiece(dst []int32, piece string, byteInput bool) []int32 {
 	} else {
 		m.initChars(ws, piece)
 	}
-	m.mergeAll(ws)
 	start := len(dst)
+	if len(ws.syms) <= smallWord {
+		dst = m.mergeSmall(ws, dst)
+		if cacheable {
+			m.cache.put(piece, dst[start:])
+		}
+		return dst
+	}
+	m.mergeAll(ws)
 	for i := 0; i >= 0 && i < len(ws.syms); i = int(ws.syms[i].next) {
-		dst = append(dst, ws.syms[i].id)
+		dst = append(dst, int(ws.syms[i].id))
 	}
 	if cacheable {
 		m.cache.put(piece, dst[start:])
@@ -193,6 +205,56 @@ func linkSymbols(syms []symbol) {
 	}
 }
 
+// smallWord is the symbol count up to which mergeSmall beats the heap.
+const smallWord = 48
+
+// mergeSmall gives the same result as mergeAll (lowest rank first, leftmost among equal
+// ranks) for short words with a linear scan over an array of pair ranks: for the typical
+// word of a few symbols this avoids the heap's bookkeeping. It appends the final ids.
+func (m *bpe) mergeSmall(ws *workspace, dst []int) []int {
+	n := len(ws.syms)
+	var idsBuf, rankBuf, newBuf [smallWord]int32
+	ids, ranks, newIDs := idsBuf[:n], rankBuf[:max(n-1, 0)], newBuf[:max(n-1, 0)]
+	for i := range ids {
+		ids[i] = ws.syms[i].id
+	}
+	pair := func(i int) {
+		if mg, ok := m.merges[pairKey(ids[i], ids[i+1])]; ok {
+			ranks[i], newIDs[i] = mg.rank, mg.id
+		} else {
+			ranks[i] = -1
+		}
+	}
+	for i := range ranks {
+		pair(i)
+	}
+	for {
+		best := -1
+		for i, r := range ranks {
+			if r >= 0 && (best < 0 || r < ranks[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		ids[best] = newIDs[best]
+		ids = append(ids[:best+1], ids[best+2:]...)
+		ranks = append(ranks[:best], ranks[best+1:]...)
+		newIDs = append(newIDs[:best], newIDs[best+1:]...)
+		if best > 0 {
+			pair(best - 1)
+		}
+		if best < len(ranks) {
+			pair(best)
+		}
+	}
+	for _, id := range ids {
+		dst = append(dst, int(id))
+	}
+	return dst
+}
+
 // mergeAll applies merges lowest rank first (leftmost among equal ranks) until none apply.
 func (m *bpe) mergeAll(ws *workspace) {
 	syms := ws.syms
@@ -274,43 +336,40 @@ func heapPop(h []candidate) (candidate, []candidate) {
 // maxCachedPiece is the longest piece (in bytes) kept in the word cache, as in the Rust BPE.
 const maxCachedPiece = 256
 
-const cacheShards = 64
-const cacheShardSize = 1 << 12
-
-// wordCache maps frequent pieces to their ids. Sharded so that EncodeBatch goroutines rarely
-// wait on each other; a full shard is simply emptied (frequent words come straight back).
+// wordCache maps frequent pieces to their ids: a direct-mapped table of immutable entries
+// behind atomic pointers, so EncodeBatch goroutines read it without locks. A colliding
+// piece simply replaces the entry in its slot.
 type wordCache struct {
-	shards [cacheShards]cacheShard
+	seed  maphash.Seed
+	slots []atomic.Pointer[cacheEntry]
 }
 
-type cacheShard struct {
-	mu sync.RWMutex
-	m  map[string][]int32
+type cacheEntry struct {
+	piece string
+	ids   []int32
 }
 
-func shardOf(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
-	}
-	return h % cacheShards
+const cacheSlots = 1 << 15
+
+func newWordCache() wordCache {
+	return wordCache{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[cacheEntry], cacheSlots)}
+}
+
+func (c *wordCache) slot(s string) *atomic.Pointer[cacheEntry] {
+	return &c.slots[maphash.String(c.seed, s)&(cacheSlots-1)]
 }
 
 func (c *wordCache) get(s string) ([]int32, bool) {
-	sh := &c.shards[shardOf(s)]
-	sh.mu.RLock()
-	ids, ok := sh.m[s]
-	sh.mu.RUnlock()
-	return ids, ok
+	if e := c.slot(s).Load(); e != nil && e.piece == s {
+		return e.ids, true
+	}
+	return nil, false
 }
 
-func (c *wordCache) put(s string, ids []int32) {
-	sh := &c.shards[shardOf(s)]
-	cp := append([]int32(nil), ids...)
-	sh.mu.Lock()
-	if sh.m == nil || len(sh.m) >= cacheShardSize {
-		sh.m = make(map[string][]int32, 64)
+func (c *wordCache) put(s string, ids []int) {
+	cp := make([]int32, len(ids))
+	for i, id := range ids {
+		cp[i] = int32(id)
 	}
-	sh.m[strings.Clone(s)] = cp
-	sh.mu.Unlock()
+	c.slot(s).Store(&cacheEntry{piece: strings.Clone(s), ids: cp})
 }

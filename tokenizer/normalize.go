@@ -29,6 +29,9 @@ type unicodeNormalizer struct {
 const cgj = '\u034F'
 
 func (u unicodeNormalizer) normalize(s string) string {
+	if u.form.IsNormalString(s) {
+		return s
+	}
 	out := u.form.String(s)
 	if out == s {
 		return s

@@ -11,11 +11,11 @@ type template []templatePiece
 
 type templatePiece struct {
 	sequence bool    // the encoded text goes here
-	ids      []int32 // else: these special-token ids
+	ids      []int // else: these special-token ids
 }
 
-func (t template) apply(ids []int32) []int32 {
-	out := make([]int32, 0, len(ids)+4)
+func (t template) apply(ids []int) []int {
+	out := make([]int, 0, len(ids)+4)
 	for _, p := range t {
 		if p.sequence {
 			out = append(out, ids...)
@@ -36,7 +36,7 @@ type templateSpec struct {
 		} `json:"Sequence"`
 	} `json:"single"`
 	SpecialTokens map[string]struct {
-		IDs []int32 `json:"ids"`
+		IDs []int `json:"ids"`
 	} `json:"special_tokens"`
 }
 

@@ -193,7 +193,7 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 		return nil, fmt.Errorf("model: BPE dropout %g is not supported (encoding would be random)", *sp.Dropout)
 	}
 	m := &bpe{vocab: sp.Vocab, ignoreMerges: sp.IgnoreMerges, fuseUnk: sp.FuseUnk,
-		byteFallback: sp.ByteFallback, unk: -1}
+		byteFallback: sp.ByteFallback, unk: -1, cache: newWordCache()}
 	if sp.ContinuingSubwordPrefix != nil {
 		m.prefix = *sp.ContinuingSubwordPrefix
 	}

@@ -184,21 +184,12 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 // transformers does. Text that is not valid UTF-8 is first repaired by replacing each
 // invalid sequence with U+FFFD (the Rust library only accepts valid strings).
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
-	ids := t.encode32(text, addSpecial)
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
-}
-
-func (t *Tokenizer) encode32(text string, addSpecial bool) []int32 {
 	text = toValidUTF8(text)
-	ids := make([]int32, 0, len(text)/3+1)
+	ids := make([]int, 0, len(text)/4+4)
 	segs := t.added.split(nil, text, t.added.raw)
 	for _, sg := range segs {
 		if sg.id >= 0 {
-			ids = append(ids, sg.id)
+			ids = append(ids, int(sg.id))
 			continue
 		}
 		s := sg.text
@@ -207,7 +198,7 @@ func (t *Tokenizer) encode32(text string, addSpecial bool) []int32 {
 		}
 		for _, sg2 := range t.added.split(nil, s, t.added.normalized) {
 			if sg2.id >= 0 {
-				ids = append(ids, sg2.id)
+				ids = append(ids, int(sg2.id))
 				continue
 			}
 			t.pre.run(sg2.text, func(piece string) {

@@ -1,0 +1,123 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Benchmarks. Encode speed is reported in MB/s of UTF-8 input over the test corpus;
+// BenchmarkRustReference times the Rust library (one rayon thread) on the same corpus in
+// the same run. Results and commands: docs/bench/tokenizer.md.
+//
+//	go test ./tokenizer -run '^$' -bench . -benchtime 3x
+
+var benchModels = []string{"tokenizer-qwen3", "tokenizer-llama3_1"}
+
+func corpusBytes(docs []string) int64 {
+	n := 0
+	for _, d := range docs {
+		n += len(d)
+	}
+	return int64(n)
+}
+
+func BenchmarkEncode(b *testing.B) {
+	docs := testCorpus()
+	for _, name := range benchModels {
+		b.Run(name, func(b *testing.B) {
+			tk := loadModel(b, name)
+			b.SetBytes(corpusBytes(docs))
+			for i := 0; i < b.N; i++ {
+				for _, d := range docs {
+					tk.Encode(d, false)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkEncodeBatch(b *testing.B) {
+	docs := testCorpus()
+	for _, name := range benchModels {
+		b.Run(name, func(b *testing.B) {
+			tk := loadModel(b, name)
+			b.SetBytes(corpusBytes(docs))
+			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "goroutines")
+			for i := 0; i < b.N; i++ {
+				tk.EncodeBatch(docs, false)
+			}
+		})
+	}
+}
+
+// BenchmarkLongPiece encodes one 50,000-character piece (no cache: each run is new text).
+func BenchmarkLongPiece(b *testing.B) {
+	tk := loadModel(b, "tokenizer-qwen3")
+	b.SetBytes(50000)
+	for i := 0; i < b.N; i++ {
+		tk.Encode(strings.Repeat(string(rune('a'+i%26)), 50000), false)
+	}
+}
+
+// BenchmarkLoad reports load time and the heap a loaded tokenizer keeps.
+func BenchmarkLoad(b *testing.B) {
+	for _, name := range benchModels {
+		b.Run(name, func(b *testing.B) {
+			requireAssets(b)
+			var heap float64
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
+				tk, err := Load(modelDir(name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&m1)
+				heap = float64(m1.HeapAlloc-m0.HeapAlloc) / 1e6
+				runtime.KeepAlive(tk)
+			}
+			b.ReportMetric(heap, "heap-MB")
+		})
+	}
+}
+
+// BenchmarkRustReference runs scripts/tokenizer/encode.js --bench on the same corpus and
+// reports the Rust library's single-thread speed as rust-MB/s (ns/op is node's whole run).
+func BenchmarkRustReference(b *testing.B) {
+	requireAssets(b)
+	dir := b.TempDir()
+	data, _ := json.Marshal(testCorpus())
+	corpusPath := filepath.Join(dir, "corpus.json")
+	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range benchModels {
+		b.Run(name, func(b *testing.B) {
+			var res []struct {
+				MBPerS float64 `json:"mb_per_s"`
+				LoadS  float64 `json:"load_s"`
+			}
+			for i := 0; i < b.N; i++ {
+				cmd := exec.Command("node", "../scripts/tokenizer/encode.js", "--bench", corpusPath, "-",
+					filepath.Join(modelDir(name), "tokenizer.json"))
+				cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir(), "RAYON_NUM_THREADS=1")
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("encode.js --bench: %v", err)
+				}
+				if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 {
+					b.Fatalf("encode.js --bench output %q: %v", out, err)
+				}
+			}
+			b.ReportMetric(res[0].MBPerS, "rust-MB/s")
+			b.ReportMetric(res[0].LoadS*1000, "rust-load-ms")
+		})
+	}
+}
