@@ -13,8 +13,9 @@ import (
 //     could, which is why step 2 also blocks resource.setrlimit);
 //  2. an audit hook (PEP 578) that refuses: opening files outside the sandbox directory (reads of
 //     the interpreter's own installation are allowed so imports work), listing or changing
-//     directories outside it, fork / exec / spawn / subprocess / os.system, sockets, ctypes
-//     (which could bypass the hook), and changing rlimits;
+//     directories outside it, fork / exec / spawn / subprocess / os.system, sockets, importing
+//     ctypes or _posixsubprocess (both reach fork or libc without an audit event), and
+//     changing rlimits;
 //  3. the model's code, compiled as "main.py" and run as __main__; an uncaught exception prints
 //     its traceback and exits with status 1.
 //
@@ -49,14 +50,16 @@ _deny = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.s
          "socket.bind", "socket.getaddrinfo", "socket.sendto", "resource.setrlimit",
          "resource.prlimit", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill",
          "os.killpg", "os.setuid"}
+# _posixsubprocess.fork_exec forks without raising any audit event, and ctypes can call libc.
+_denied_modules = {"ctypes", "_ctypes", "_posixsubprocess"}
 _pathw = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
           "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chdir", "os.chroot"}
 _pathr = {"os.listdir", "os.scandir", "glob.glob"}
 def _hook(ev, args):
     if ev in _deny:
         raise PermissionError("sandbox: %%s is not allowed" %% ev)
-    if ev == "import" and args[0] in ("ctypes", "_ctypes"):
-        raise PermissionError("sandbox: importing ctypes is not allowed")
+    if ev == "import" and args[0] in _denied_modules:
+        raise PermissionError("sandbox: importing %%s is not allowed" %% args[0])
     if ev == "open":
         p, mode, flags = args
         if p is None or isinstance(p, int):
