@@ -10,7 +10,7 @@ import (
 type template []templatePiece
 
 type templatePiece struct {
-	sequence bool    // the encoded text goes here
+	sequence bool  // the encoded text goes here
 	ids      []int // else: these special-token ids
 }
 
