@@ -25,6 +25,15 @@ func CUDAResetPeak(dev Device) { check("CUDAResetPeak", C.mt_cuda_reset_peak(C.i
 // CUDAEmptyCache returns cached, unused blocks to the driver.
 func CUDAEmptyCache() { check("CUDAEmptyCache", C.mt_cuda_empty_cache()) }
 
+// SetCUDADevice makes dev the torch thread's current CUDA device, as torch.cuda.set_device: set it
+// before creating NCCL process groups. A no-op for the CPU.
+func SetCUDADevice(dev Device) {
+	if !dev.IsCUDA() {
+		return
+	}
+	check("SetCUDADevice", C.mt_cuda_set_device(C.int(dev)))
+}
+
 // Synchronize waits for all queued work on dev; on the CPU it returns at once.
 func Synchronize(dev Device) {
 	if !dev.IsCUDA() {

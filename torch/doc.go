@@ -43,10 +43,34 @@
 // or torch.Do(func() error {...}) do it anywhere on the torch thread. Bad shapes, dtypes and
 // indices are errors; the process keeps working after them.
 //
+// # Devices, dtypes and data
+//
+// DType covers float32, float16, bfloat16, int64, int32, uint8, bool (and float64 for reference
+// math); Device is CPU or CUDA(n) (ParseDevice("cuda:1")). FromSlice, FromBits (raw bf16/f16
+// patterns), FromFloats and FromBytes copy Go memory into a new tensor; a tensor never points into
+// Go memory. ToSlice, Float32s, Int64s, Bits and Bytes copy out from any device. Random numbers come
+// from an explicit, seeded Generator.
+//
+// # Fused ops
+//
+// Hot sequences of the model cross into C++ once: RMSNorm (float32 compute, cast back, times the
+// weight), SiluMul (SwiGLU), RoPE, TokenLogprobs and ScaledDotProductAttention (causal or masked,
+// grouped-query heads). docs/bench/torch.md has the per-call costs.
+//
+// # Build and versions
+//
+// scripts/build_shim.sh (make shim) compiles csrc/*.cpp against the libtorch chosen by
+// scripts/libtorch.sh: Debian's 1.13 on CPU machines, a PyTorch 2.x installation on GPU hosts
+// (*_cuda.cpp only there). The first Run compares the shim's ABI version with the shim.h this
+// package was built from and refuses a mismatch; Version reports libtorch's version and CUDA
+// availability (mtgrpo version).
+//
 // # Autograd
 //
 // SetRequiresGrad, Backward (with gradients and an inputs list), Grad, Detach, NoGrad and
 // InferenceMode scopes, and Grads (torch.autograd.grad) are enough to drive layer-wise gradient
 // checkpointing from Go: forward under no-grad keeping each layer's input, then recompute and
-// backpropagate one layer at a time, feeding each layer's input gradient to the layer below.
+// backpropagate one layer at a time, feeding each layer's input gradient to the layer below
+// (TestCheckpointedBackwardMatchesPlain shows the pattern). AdamW and ClipGradNorm update all
+// parameters in one crossing each; AdamW's state is tensors (State, LoadState) for checkpoints.
 package torch

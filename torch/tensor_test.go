@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,16 @@ func TestVersion(t *testing.T) {
 	}
 	if testDevice.IsCUDA() && !info.CUDAAvailable {
 		t.Errorf("tests asked for %s but CUDA is not available", testDevice)
+	}
+}
+
+func TestABIMismatchRefused(t *testing.T) {
+	if err := abiError(1, 1); err != nil {
+		t.Error(err)
+	}
+	err := abiError(2, 1)
+	if err == nil || !strings.Contains(err.Error(), "shim ABI 2") || !strings.Contains(err.Error(), "make shim") {
+		t.Errorf("mismatch error = %v", err)
 	}
 }
 

@@ -111,11 +111,12 @@ func runJob(fn func() error) (err error) {
 }
 
 // checkABI refuses a shim built from another shim.h than this package was compiled with.
-func checkABI() error {
-	got := int(C.mt_abi_version())
-	if got != C.MT_ABI_VERSION {
+func checkABI() error { return abiError(int(C.mt_abi_version()), int(C.MT_ABI_VERSION)) }
+
+func abiError(lib, bin int) error {
+	if lib != bin {
 		return fmt.Errorf("torch: libmtgrpo_torch.so has shim ABI %d, this binary was built for ABI %d: "+
-			"rebuild the shim (make shim) or the binary from the same checkout", got, int(C.MT_ABI_VERSION))
+			"rebuild the shim (make shim) or the binary from the same checkout", lib, bin)
 	}
 	return nil
 }

@@ -35,6 +35,12 @@ mt_err mt_cuda_synchronize(int device) {
   MT_END
 }
 
+mt_err mt_cuda_set_device(int device) {
+  MT_BEGIN
+  c10::cuda::set_device(cuda_index(device));
+  MT_END
+}
+
 mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak) {
   MT_BEGIN
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));

@@ -198,6 +198,8 @@ MT_API mt_err mt_clip_grad_norm(mt_tensor* params, int n, double max_norm, doubl
 
 /* ---- cuda: runtime_cuda.cpp on CUDA builds, errors elsewhere --------------------------------- */
 MT_API mt_err mt_cuda_synchronize(int device);
+/* Makes device the torch thread's current CUDA device (NCCL and new streams use it). */
+MT_API mt_err mt_cuda_set_device(int device);
 /* bytes held by tensors, bytes reserved by the caching allocator, peak of allocated */
 MT_API mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak);
 MT_API mt_err mt_cuda_empty_cache(void);
