@@ -143,3 +143,46 @@ func TestExtendRefusals(t *testing.T) {
 		return nil
 	})
 }
+
+// Truncate rolls a slot back: extending it again with other tokens gives the logits of the new
+// sequence, as if the dropped tokens had never been there. Fork refuses bad slots.
+func TestTruncateAndForkRefusals(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", false, 41)
+		defer m.Close()
+		V := m.Config.VocabSize
+		seq := randomSeqs(42, V, 8)[0]
+		c, err := m.NewKVCache(2, 10)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := m.Prefill(c, []int{1}, [][]int32{seq}); err != nil {
+			return err
+		}
+		if err := c.Truncate(1, 5); err != nil {
+			return err
+		}
+		alt := append(append([]int32(nil), seq[:5]...), 9, 10)
+		logits, err := m.Extend(c, []int{1}, [][]int32{alt[5:]})
+		if err != nil {
+			return err
+		}
+		if d := maxAbsDiff(logits.Float32s(), seqLogits(t, m, alt)[6*V:]); d > 1e-5 {
+			t.Errorf("after Truncate the logits differ by %g", d)
+		}
+		if err := c.Truncate(1, 99); err == nil {
+			t.Errorf("Truncate past the length accepted")
+		}
+		for _, tc := range []struct {
+			src  int
+			dsts []int
+			want string
+		}{{1, []int{1}, "into itself"}, {1, []int{2}, "slot 2 out of range"}, {-1, []int{0}, "slot -1 out of range"}} {
+			if err := c.Fork(tc.src, tc.dsts...); err == nil || !contains(err.Error(), tc.want) {
+				t.Errorf("Fork(%d, %v): %v, want %q", tc.src, tc.dsts, err, tc.want)
+			}
+		}
+		return nil
+	})
+}

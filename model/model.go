@@ -56,7 +56,7 @@ func shape(dims ...int64) []int64 { return dims }
 // dtype are converted on load.
 type Options struct {
 	Device string // "cpu" (default), "cuda", "cuda:N"
-	DType  string // "float32" (default), "bfloat16", "float16"
+	DType  string // "float32" (default), "bfloat16", "float16" (CUDA only with Debian's libtorch 1.13)
 }
 
 func (o Options) resolve() (torch.Device, torch.DType, error) {
