@@ -20,7 +20,8 @@ import (
 //     its traceback and exits with status 1.
 //
 // The hook is a guard against what ordinary code does, not a boundary against an adversary
-// who knows CPython internals: see doc.go for what each layer guarantees.
+// who knows CPython internals (monkeypatching os.path, say, can fool the path check): see
+// doc.go for what each layer guarantees.
 const preambleTemplate = `
 import os, sys, resource, traceback
 def _lim(r, v):
@@ -32,50 +33,60 @@ _lim(resource.RLIMIT_CPU, %d)
 _lim(resource.RLIMIT_AS, %d)
 _lim(resource.RLIMIT_NPROC, %d)
 _lim(resource.RLIMIT_FSIZE, %d)
-_root = os.path.realpath(os.getcwd())
-_ro = tuple(sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-      sys.base_exec_prefix, os.path.dirname(os.__file__))} | set([%s])))
-_devs = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 with open("main.py", encoding="utf-8") as _f:
-    _src = _f.read()
-_code = compile(_src, "main.py", "exec")
-def _inside(p, roots):
-    return any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)
-def _path(p):
-    if isinstance(p, bytes):
-        p = os.fsdecode(p)
-    return os.path.realpath(os.path.join(_root, p))
-_deny = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
-         "subprocess.Popen", "os.startfile", "pty.spawn", "socket.__new__", "socket.connect",
-         "socket.bind", "socket.getaddrinfo", "socket.sendto", "resource.setrlimit",
-         "resource.prlimit", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill",
-         "os.killpg", "os.setuid"}
-# _posixsubprocess.fork_exec forks without raising any audit event, and ctypes can call libc.
-_denied_modules = {"ctypes", "_ctypes", "_posixsubprocess"}
-_pathw = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.symlink",
-          "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chdir", "os.chroot"}
-_pathr = {"os.listdir", "os.scandir", "glob.glob"}
-def _hook(ev, args):
-    if ev in _deny:
-        raise PermissionError("sandbox: %%s is not allowed" %% ev)
-    if ev == "import" and args[0] in _denied_modules:
-        raise PermissionError("sandbox: importing %%s is not allowed" %% args[0])
-    if ev == "open":
-        p, mode, flags = args
-        if p is None or isinstance(p, int):
-            return
-        rp = _path(p)
-        write = (mode is not None and any(c in mode for c in "wax+")) or (
-            mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
-        if _inside(rp, (_root,)) or (not write and (_inside(rp, _ro) or rp in _devs)):
-            return
-        raise PermissionError("sandbox: access to %%s is not allowed (only the working directory)" %% p)
-    if ev in _pathw or ev in _pathr:
-        for a in args[:2]:
-            if isinstance(a, (str, bytes)) and not _inside(_path(a), (_root,)):
-                raise PermissionError("sandbox: %%s on %%s is not allowed" %% (ev, a))
-sys.addaudithook(_hook)
-del _f, _src
+    _code = compile(_f.read(), "main.py", "exec")
+def _install():
+    # Everything the hook uses lives in this closure, as immutable values: nothing of it is left
+    # in the module's globals, where the model's code could reach it through sys.modules.
+    realpath, join, fsdecode = os.path.realpath, os.path.join, os.fsdecode
+    root = realpath(os.getcwd())
+    ro = tuple(sorted({realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+               sys.base_exec_prefix, os.path.dirname(os.__file__))} | set([%s])))
+    devs = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+    wflags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    deny = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn",
+        "os.system", "subprocess.Popen", "os.startfile", "pty.spawn", "socket.__new__",
+        "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto",
+        "resource.setrlimit", "resource.prlimit", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
+        "os.kill", "os.killpg", "os.setuid", "gc.get_objects", "gc.get_referrers",
+        "gc.get_referents"})
+    # _posixsubprocess.fork_exec forks without raising any audit event; ctypes can call libc.
+    denied_modules = frozenset({"ctypes", "_ctypes", "_posixsubprocess"})
+    # Rewriting a function's code or defaults could neuter this hook.
+    denied_attrs = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+    pathw = frozenset({"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
+        "os.symlink", "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chdir",
+        "os.chroot", "os.listdir", "os.scandir", "glob.glob"})
+    def inside(p, roots):
+        return any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)
+    def path(p):
+        if isinstance(p, bytes):
+            p = fsdecode(p)
+        return realpath(join(root, p))
+    def hook(ev, args):
+        if ev in deny:
+            raise PermissionError("sandbox: %%s is not allowed" %% ev)
+        if ev == "import" and args[0] in denied_modules:
+            raise PermissionError("sandbox: importing %%s is not allowed" %% args[0])
+        if ev == "object.__setattr__" and args[1] in denied_attrs:
+            raise PermissionError("sandbox: setting %%s is not allowed" %% args[1])
+        if ev == "open":
+            p, mode, flags = args
+            if p is None or isinstance(p, int):
+                return
+            rp = path(p)
+            write = (mode is not None and any(c in mode for c in "wax+")) or (
+                mode is None and flags & wflags)
+            if inside(rp, (root,)) or (not write and (inside(rp, ro) or rp in devs)):
+                return
+            raise PermissionError("sandbox: access to %%s is not allowed (only the working directory)" %% p)
+        if ev in pathw:
+            for a in args[:2]:
+                if isinstance(a, (str, bytes)) and not inside(path(a), (root,)):
+                    raise PermissionError("sandbox: %%s on %%s is not allowed" %% (ev, a))
+    sys.addaudithook(hook)
+_install()
+del _install, _lim, _f
 _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
 try:
     exec(_code, _g)

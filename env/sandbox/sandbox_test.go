@@ -150,6 +150,25 @@ func TestNoNetwork(t *testing.T) {
 	}
 }
 
+// The hook's state is out of reach of the code: not in the module globals, not findable
+// through gc, and functions cannot be given new code.
+func TestHookStateOutOfReach(t *testing.T) {
+	s := newTest(t, quick)
+	for _, code := range []string{
+		"import sys\nprint(sorted(k for k in vars(sys.modules['__main__']) if not k.startswith('__')))\nopen('/etc/passwd')",
+		"import gc\ngc.get_objects()",
+		"def f(): pass\nf.__code__ = (lambda: 1).__code__",
+	} {
+		r := run(t, s, code)
+		if r.OK() || !strings.Contains(r.Stderr, "PermissionError") {
+			t.Fatalf("%q: want a refusal, got %+v", code, r)
+		}
+		if strings.Contains(r.Stdout, "deny") || strings.Contains(r.Stdout, "hook") {
+			t.Fatalf("hook state visible: %q", r.Stdout)
+		}
+	}
+}
+
 func TestLimitsCannotBeRaised(t *testing.T) {
 	s := newTest(t, quick)
 	r := run(t, s, "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (100, 100))\n")
