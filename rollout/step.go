@@ -1,0 +1,137 @@
+package rollout
+
+import (
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Stats are the engine's counters.
+type Stats struct {
+	Steps         int           // forward passes
+	PrefillTokens int           // prompt tokens run through the model
+	DecodeTokens  int           // generated tokens fed back (one per running sequence per step)
+	Generated     int           // tokens sampled
+	Forks         int           // slots filled by copying a prompt's cache instead of a prefill
+	MaxBatch      int           // most sequences in one step
+	Forward       time.Duration // in Backend.Extend (and Fork)
+	Sample        time.Duration // sampling and the device→host copy
+}
+
+// stepPlan is one step's forward pass: the slots and their new tokens, which logits row each
+// sampled sequence reads, and the prompt caches to copy after the pass.
+type stepPlan struct {
+	slots  []int
+	tokens [][]int32
+	rows   []int64     // logits row per sampled sequence
+	seqs   []*sequence // the sequences sampled, in rows order
+	forks  []fork
+	prompt int // prompt tokens in this step
+}
+
+type fork struct {
+	src  int
+	dsts []int
+}
+
+func (e *Engine) step() ([]*Result, error) {
+	p := &stepPlan{}
+	for _, q := range e.active {
+		if q != nil {
+			p.add(q.slot, []int32{q.next}, q)
+		}
+	}
+	decode := len(p.slots)
+	e.admit(p, time.Now())
+	if len(p.slots) == 0 {
+		return nil, nil
+	}
+	s := torch.NewScope()
+	defer s.Close()
+
+	t0 := time.Now()
+	logits, err := e.b.Extend(p.slots, p.tokens)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range p.forks {
+		if err := e.b.Fork(f.src, f.dsts...); err != nil {
+			return nil, err
+		}
+	}
+	t1 := time.Now()
+	if len(p.rows) != len(p.slots) {
+		logits = logits.IndexSelect(0, torch.FromSlice(p.rows).ToDevice(logits.Device()))
+	}
+	draws := make([]draw, len(p.seqs))
+	for i, q := range p.seqs {
+		draws[i] = draw{s: &q.req.Sampling, u: q.rng.Float64()}
+	}
+	got := sampleRows(logits, draws)
+	t2 := time.Now()
+
+	e.stats.Steps++
+	e.stats.PrefillTokens += p.prompt
+	e.stats.DecodeTokens += decode
+	e.stats.Generated += len(got)
+	e.stats.MaxBatch = max(e.stats.MaxBatch, len(p.seqs))
+	e.stats.Forward += t1.Sub(t0)
+	e.stats.Sample += t2.Sub(t1)
+
+	var done []*Result
+	for i, q := range p.seqs {
+		if why, stop, end := q.accept(got[i], t2); end {
+			done = append(done, q.result(e, why, stop, t2))
+			e.release(q)
+		}
+	}
+	return done, nil
+}
+
+func (p *stepPlan) add(slot int, tokens []int32, q *sequence) {
+	p.slots = append(p.slots, slot)
+	p.tokens = append(p.tokens, tokens)
+	p.rows = append(p.rows, int64(len(p.slots)-1))
+	p.seqs = append(p.seqs, q)
+}
+
+// admit moves waiting samples into free slots, first come first served, within the step's prompt
+// token budget (at least one prompt per step). The samples of a request admitted together share
+// one prefill: the prompt runs in the first slot and is copied into the others after the pass;
+// all of them sample their first token from that prompt's logits row.
+func (e *Engine) admit(p *stepPlan, now time.Time) {
+	for len(e.waiting) > 0 && len(e.free) > 0 {
+		w := e.waiting[0]
+		n := len(w.req.Prompt)
+		if p.prompt > 0 && p.prompt+n > e.cfg.MaxPrefillTokens {
+			return
+		}
+		k := min(w.req.samples()-w.next, len(e.free))
+		var group []*sequence
+		for range k {
+			slot := e.free[len(e.free)-1]
+			e.free = e.free[:len(e.free)-1]
+			q := newSequence(e, w.req, w.next, slot, w.seed, now)
+			e.active[slot] = q
+			group = append(group, q)
+			w.next++
+		}
+		e.b.Reset(group[0].slot)
+		p.add(group[0].slot, w.req.Prompt, group[0])
+		row := p.rows[len(p.rows)-1]
+		if k > 1 {
+			f := fork{src: group[0].slot}
+			for _, q := range group[1:] {
+				f.dsts = append(f.dsts, q.slot)
+				p.rows = append(p.rows, row)
+				p.seqs = append(p.seqs, q)
+			}
+			p.forks = append(p.forks, f)
+			e.stats.Forks += k - 1
+		}
+		p.prompt += n
+		if w.next == w.req.samples() {
+			e.waiting = e.waiting[1:]
+		}
+	}
+}
