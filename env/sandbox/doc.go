@@ -19,15 +19,18 @@
 //     sandbox falls back to no namespace, and says so, where clone is refused.
 //
 // Interpreter-enforced (a PEP 578 audit hook installed by the preamble; hooks cannot be removed
-// from Python code): no open() or os.open() outside the working directory except reads of the
-// interpreter's own installation prefix (so imports work; for /usr/bin/python3 that prefix is
-// all of /usr), Config.ReadDirs, and /dev/null, /dev/zero, /dev/urandom, /dev/random; no listing, chdir,
-// rename or removal outside it; no fork, exec, spawn, subprocess, os.system, sockets, ctypes, or
-// setrlimit. This stops what ordinary and careless code does (reading /etc/passwd, fork loops,
-// shelling out). It is not a boundary against an adversary who knows CPython internals (for
-// instance a crafted bytecode or a C extension already on sys.path): with no separate mount
-// namespace or chroot, files readable by the run's user remain reachable by such code. Run the
-// trainer in a container when the code may be hostile.
+// from Python code, and the hook's state lives in a closure the code cannot reach: gc
+// enumeration and rewriting a function's __code__ or defaults are refused): no open() or
+// os.open() outside the working directory except reads of the interpreter's own installation
+// prefix (so imports work; for /usr/bin/python3 that prefix is all of /usr), Config.ReadDirs, and
+// /dev/null, /dev/zero, /dev/urandom, /dev/random; no listing, chdir, rename or removal outside
+// it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit, and no importing ctypes or
+// _posixsubprocess (both reach fork or libc without an audit event). This stops what ordinary
+// and careless code does (reading /etc/passwd, fork loops, shelling out). It is not a boundary
+// against an adversary who knows CPython internals: the path check calls os.path, which the
+// code can monkeypatch, and with no separate mount namespace or chroot, files readable by the
+// run's user stay reachable to such code. The kernel-enforced layers above are what holds then;
+// run the trainer in a container when the code may be hostile.
 //
 // Tests in this package start real interpreters and prove each containment: an infinite loop, a
 // CPU spin, a memory bomb, fork bombs, huge output, reads and writes outside the directory, the
