@@ -209,3 +209,28 @@ func TestNoLeakOverManySteps(t *testing.T) {
 		weights.Close()
 	})
 }
+
+// TestRunFromManyGoroutines: Run serialises closures from many goroutines onto the one torch thread.
+func TestRunFromManyGoroutines(t *testing.T) {
+	const n = 16
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			errs <- Run(func() error {
+				x := Full([]int64{3}, float64(i), Int64, CPU).Sum(false).Int()
+				if x != int64(3*i) {
+					return errors.New("wrong sum " + strconv.FormatInt(x, 10))
+				}
+				if !OnTorchThread() {
+					return errors.New("not on the torch thread")
+				}
+				return nil
+			})
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

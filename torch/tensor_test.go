@@ -173,7 +173,11 @@ func TestErrorsComeBack(t *testing.T) {
 		"index out of range": func() {
 			Zeros([]int64{3}, Float32, testDevice).IndexSelect(0, dev(FromSlice([]int64{5})))
 		},
-		"bad data size": func() { FromSlice([]float32{1, 2, 3}, 2, 2) },
+		"bad data size":     func() { FromSlice([]float32{1, 2, 3}, 2, 2) },
+		"ragged bytes":      func() { FromBytes(make([]byte, 6), Float32) },
+		"wrong slice type":  func() { ToSlice[int64](FromSlice([]float32{1})) },
+		"bits of a float32": func() { FromSlice([]float32{1}).Bits() },
+		"item of many":      func() { FromSlice([]float32{1, 2}).Float() },
 	}
 	for name, fn := range cases {
 		err := Run(func() error { fn(); return nil })
