@@ -44,7 +44,17 @@ if [ "$TORCH_CUDA" = 1 ]; then
   # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
   libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
 fi
-cxxflags="-std=c++17 -O2 -fPIC -fvisibility=hidden -Wall -Wno-unused-parameter $defs $TORCH_INC -I$SRC ${CXXFLAGS_EXTRA:-}"
+# The C++ standard libtorch's headers need: C++17 up to 2.12, C++20 from 2.13 on.
+std=c++17
+for d in $TORCH_INC; do
+  vh=${d#-I}/torch/version.h
+  [ -f "$vh" ] || continue
+  major=$(awk '/define TORCH_VERSION_MAJOR/ {print $3}' "$vh")
+  minor=$(awk '/define TORCH_VERSION_MINOR/ {print $3}' "$vh")
+  if [ "${major:-0}" -gt 2 ] || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 13 ]; }; then std=c++20; fi
+  break
+done
+cxxflags="-std=$std -O2 -fPIC -fvisibility=hidden -Wall -Wno-unused-parameter $defs $TORCH_INC -I$SRC ${CXXFLAGS_EXTRA:-}"
 ldflags="-shared -L$TORCH_LIBDIR -Wl,-rpath,$TORCH_LIBDIR"
 
 srcs=()
