@@ -169,7 +169,7 @@ func (b *Batch) Tensor(values [][]float32, dev torch.Device) (*torch.Tensor, err
 	}
 	var t *torch.Tensor
 	err := torch.Do(func() error {
-		t = torch.FromSlice(flat, int64(b.rows), int64(b.cols)).ToDevice(dev)
+		t = torch.Scoped(func() *torch.Tensor { return torch.FromSlice(flat, int64(b.rows), int64(b.cols)).ToDevice(dev) })
 		return nil
 	})
 	return t, err
@@ -178,7 +178,7 @@ func (b *Batch) Tensor(values [][]float32, dev torch.Device) (*torch.Tensor, err
 // Values reads a [rows, cols] per-token tensor back as one slice per sequence.
 func (b *Batch) Values(t *torch.Tensor) ([][]float32, error) {
 	var flat []float32
-	if err := torch.Do(func() error { flat = t.Detach().Float32s(); return nil }); err != nil {
+	if err := torch.Do(func() error { d := t.Detach(); flat = d.Float32s(); d.Free(); return nil }); err != nil {
 		return nil, err
 	}
 	if len(flat) != b.rows*b.cols {

@@ -47,17 +47,14 @@ type Output struct {
 	Hidden   *torch.Tensor // [rows, cols, hidden] after the final norm; nil unless ForwardOptions.Hidden
 }
 
-// inputs prepares the ids tensor and the attention state of a batch.
-func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention, error) {
-	if err := b.checkIDs(m.Config.VocabSize); err != nil {
-		return nil, nil, err
-	}
+// inputs uploads the ids and the attention state of a batch (checked by checkIDs).
+func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention) {
 	ids := torch.FromSlice(b.ids, int64(b.rows), int64(b.cols)).ToDevice(m.Device)
 	var mask []bool
 	if !b.full() {
 		mask = b.mask()
 	}
-	return ids, m.newAttention(b.pos, b.rows, b.cols, mask, b.cols), nil
+	return ids, m.newAttention(b.pos, b.rows, b.cols, mask, b.cols)
 }
 
 // layers runs x through every decoder layer; each layer's temporaries are freed as it returns.
@@ -73,15 +70,16 @@ func (m *Model) layers(x *torch.Tensor, a *attention) *torch.Tensor {
 // cols, hidden] in the model dtype, without gradients.
 func (m *Model) Hidden(b *Batch) (h *torch.Tensor, err error) {
 	defer torch.Recover(&err)
+	if err := b.checkIDs(m.Config.VocabSize); err != nil {
+		return nil, err
+	}
 	torch.NoGrad(func() {
-		var ids *torch.Tensor
-		var a *attention
-		if ids, a, err = m.inputs(b); err != nil {
-			return
-		}
-		h = torch.Scoped(func() *torch.Tensor { return m.Norm.Forward(m.layers(m.embed(ids), a)) })
+		h = torch.Scoped(func() *torch.Tensor {
+			ids, a := m.inputs(b)
+			return m.Norm.Forward(m.layers(m.embed(ids), a))
+		})
 	})
-	return h, err
+	return h, nil
 }
 
 // Logits returns the full float32 logits [rows, cols, vocab] without gradients. Meant for small
@@ -89,34 +87,48 @@ func (m *Model) Hidden(b *Batch) (h *torch.Tensor, err error) {
 // ChunkTokens rows of logits.
 func (m *Model) Logits(b *Batch) (logits *torch.Tensor, err error) {
 	defer torch.Recover(&err)
+	if err := b.checkIDs(m.Config.VocabSize); err != nil {
+		return nil, err
+	}
 	torch.NoGrad(func() {
-		var ids *torch.Tensor
-		var a *attention
-		if ids, a, err = m.inputs(b); err != nil {
-			return
-		}
-		logits = torch.Scoped(func() *torch.Tensor { return m.logits(m.layers(m.embed(ids), a)) })
+		logits = torch.Scoped(func() *torch.Tensor {
+			ids, a := m.inputs(b)
+			return m.logits(m.layers(m.embed(ids), a))
+		})
 	})
-	return logits, err
+	return logits, nil
 }
 
 // LogProbs scores every token of the batch under the model (no gradients): old-policy and reference
-// log-probs. See Output for the alignment.
+// log-probs. See Output for the alignment. Only the Output tensors stay in the caller's scope.
 func (m *Model) LogProbs(b *Batch, o ForwardOptions) (out *Output, err error) {
 	defer torch.Recover(&err)
+	if err := b.checkIDs(m.Config.VocabSize); err != nil {
+		return nil, err
+	}
+	s := torch.NewScope()
+	defer s.Close()
 	torch.NoGrad(func() {
-		var ids *torch.Tensor
-		var a *attention
-		if ids, a, err = m.inputs(b); err != nil {
-			return
-		}
-		h := torch.Scoped(func() *torch.Tensor { return m.layers(m.embed(ids), a) })
+		ids, a := m.inputs(b)
+		h := m.layers(m.embed(ids), a)
 		out = m.head(b, h.View(-1, int64(m.Config.HiddenSize)), o)
 		if o.Hidden {
 			out.Hidden = m.Norm.Forward(h)
 		}
 	})
-	return out, err
+	s.Keep(out.tensors()...)
+	return out, nil
+}
+
+// tensors lists the non-nil tensors of o.
+func (o *Output) tensors() []*torch.Tensor {
+	var ts []*torch.Tensor
+	for _, t := range []*torch.Tensor{o.LogProbs, o.Entropy, o.Hidden} {
+		if t != nil {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // head computes log-probs (and entropies) of every scored token from pre-norm hidden states

@@ -21,10 +21,11 @@ func (m *Model) Extend(c *KVCache, slots []int, tokens [][]int32) (logits *torch
 		return nil, err
 	}
 	torch.NoGrad(func() {
-		a := m.newAttention(b.pos, len(slots), b.cols, b.mask, int(b.write.keys))
-		a.cache, a.write = c, b.write.upload(m.Device)
-		ids := torch.FromSlice(b.ids, int64(len(slots)), int64(b.cols)).ToDevice(m.Device)
+		// Only the logits outlive the call: a decode loop in one long scope does not pile up inputs.
 		logits = torch.Scoped(func() *torch.Tensor {
+			a := m.newAttention(b.pos, len(slots), b.cols, b.mask, int(b.write.keys))
+			a.cache, a.write = c, b.write.upload(m.Device)
+			ids := torch.FromSlice(b.ids, int64(len(slots)), int64(b.cols)).ToDevice(m.Device)
 			h := m.layers(m.embed(ids), a).View(-1, int64(m.Config.HiddenSize))
 			last := torch.FromSlice(b.last).ToDevice(m.Device)
 			return m.logits(h.IndexSelect(0, last))

@@ -41,10 +41,10 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	if err := m.checkTrainable(); err != nil {
 		return nil, err
 	}
-	ids, a, err := m.inputs(b)
-	if err != nil {
+	if err := b.checkIDs(m.Config.VocabSize); err != nil {
 		return nil, err
 	}
+	ids, a := m.inputs(b)
 	p = &Pass{m: m, b: b, o: o, ids: ids, a: a}
 	if o.Checkpoint {
 		torch.NoGrad(func() {
