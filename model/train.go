@@ -91,6 +91,7 @@ func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 		return fmt.Errorf("model: the loss depends on neither the log-probs, the entropies nor the hidden states")
 	}
 	g = g.View(p.last.Shape()...)
+	defer p.release()
 	if !p.o.Checkpoint {
 		torch.Backward([]*torch.Tensor{p.last}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
 		return nil
@@ -103,6 +104,13 @@ func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 		torch.Backward([]*torch.Tensor{x}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
 	})
 	return nil
+}
+
+// release frees what only the backward pass needed (the Output tensors stay for metrics).
+func (p *Pass) release() {
+	for _, t := range []*torch.Tensor{p.ids, p.a.cos, p.a.sin, p.a.mask, p.last, p.hflat} {
+		t.Free() // nil-safe
+	}
 }
 
 // backwardHead recomputes the head chunk by chunk and backpropagates each chunk with its slice of
