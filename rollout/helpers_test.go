@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -72,4 +73,44 @@ func sameIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// tinyModel is the tiny preset (qwen3, d = 64, 4 layers, the tiny tokenizer's vocabulary) with a
+// larger init range than HF's 0.02, so that greedy choices are not near-ties. Torch thread only.
+func tinyModel(t *testing.T, seed uint64) *model.Model {
+	t.Helper()
+	tok := tiny(t)
+	cfg, gen, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: tok.VocabSize(), EOS: tok.EOSIDs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InitializerRange = 0.2
+	m, err := model.New(cfg, gen, model.Options{}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// fullForwardGreedy generates n tokens by running the whole sequence through the model at every
+// step (no KV cache) and taking the argmax of the last position: the reference for the engine.
+func fullForwardGreedy(t *testing.T, m *model.Model, prompt []int32, n int) []int32 {
+	t.Helper()
+	seq := append([]int32(nil), prompt...)
+	V := int64(m.Config.VocabSize)
+	for range n {
+		b, err := model.NewBatch([][]int32{seq}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := torch.NewScope()
+		logits, err := m.Logits(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := logits.View(-1, V).Narrow(0, int64(len(seq)-1), 1)
+		seq = append(seq, int32(last.Argmax(1, false).Int()))
+		s.Close()
+	}
+	return seq[len(prompt):]
 }
