@@ -55,7 +55,6 @@ func (a candidate) less(b candidate) bool {
 type workspace struct {
 	syms []symbol
 	heap []candidate
-	buf  []byte
 }
 
 var workspaces = sync.Pool{New: func() any { return new(workspace) }}
@@ -66,19 +65,6 @@ func (m *bpe) encodePiece(dst []int, piece string, byteInput bool) []int {
 	if piece == "" {
 		return dst
 	}
-	ws := workspaces.Get().(*workspace)
-	defer workspaces.Put(ws)
-	if m.ignoreMerges {
-		key := piece
-		if byteInput {
-			ws.buf = appendByteLevel(ws.buf[:0], piece)
-			if id, ok := m.vocab[string(ws.buf)]; ok {
-				return append(dst, int(id))
-			}
-		} else if id, ok := m.vocab[key]; ok {
-			return append(dst, int(id))
-		}
-	}
 	cacheable := len(piece) < maxCachedPiece
 	if cacheable {
 		if ids, ok := m.cache.get(piece); ok {
@@ -88,27 +74,50 @@ func (m *bpe) encodePiece(dst []int, piece string, byteInput bool) []int {
 			return dst
 		}
 	}
-	if byteInput {
-		m.initBytes(ws, piece)
-	} else {
-		m.initChars(ws, piece)
-	}
 	start := len(dst)
-	if len(ws.syms) <= smallWord {
-		dst = m.mergeSmall(ws, dst)
-		if cacheable {
-			m.cache.put(piece, dst[start:])
+	if id, ok := m.wholeWord(piece, byteInput); ok {
+		dst = append(dst, int(id))
+	} else {
+		ws := workspaces.Get().(*workspace)
+		if byteInput {
+			m.initBytes(ws, piece)
+		} else {
+			m.initChars(ws, piece)
 		}
-		return dst
-	}
-	m.mergeAll(ws)
-	for i := 0; i >= 0 && i < len(ws.syms); i = int(ws.syms[i].next) {
-		dst = append(dst, int(ws.syms[i].id))
+		if len(ws.syms) <= smallWord {
+			dst = m.mergeSmall(ws, dst)
+		} else {
+			m.mergeAll(ws)
+			for i := 0; i >= 0 && i < len(ws.syms); i = int(ws.syms[i].next) {
+				dst = append(dst, int(ws.syms[i].id))
+			}
+		}
+		workspaces.Put(ws)
 	}
 	if cacheable {
 		m.cache.put(piece, dst[start:])
 	}
 	return dst
+}
+
+// wholeWord is the ignore_merges rule: a piece that is itself a vocabulary entry is that
+// one token, whatever the merges would make of it.
+func (m *bpe) wholeWord(piece string, byteInput bool) (int32, bool) {
+	if !m.ignoreMerges {
+		return 0, false
+	}
+	if !byteInput {
+		id, ok := m.vocab[piece]
+		return id, ok
+	}
+	var stack [128]byte
+	buf := stack[:0]
+	if 2*len(piece) > len(stack) {
+		buf = make([]byte, 0, 2*len(piece))
+	}
+	buf = appendByteLevel(buf, piece)
+	id, ok := m.vocab[string(buf)]
+	return id, ok
 }
 
 func appendByteLevel(dst []byte, s string) []byte {

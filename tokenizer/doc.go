@@ -1,3 +1,57 @@
-// Package tokenizer is a pure-Go implementation of Hugging Face tokenizer.json byte-level BPE
-// tokenizers (Qwen2/2.5/3, Llama 3/3.1) and of transformers' chat templates.
+// Package tokenizer is a pure-Go implementation of Hugging Face tokenizer.json byte-level
+// BPE tokenizers (Qwen2/2.5/3, Llama 3/3.1 and others built the same way) and of
+// transformers' chat templates. Its ids are those of the Rust tokenizers library: the tests
+// compare every id on a ~4 MB adversarial corpus for Qwen3, Llama 3 and Llama 3.1 (and
+// tokenizer variants for the other components), and chat renderings byte for byte with
+// @huggingface/jinja.
+//
+// # Use
+//
+//	tk, err := tokenizer.Load(modelDir)          // tokenizer.json (+ tokenizer_config.json)
+//	ids := tk.Encode("Hello", false)              // addSpecial: post-processor template
+//	text := tk.Decode(ids, true)                  // skipSpecial
+//	prompt, err := tk.ApplyChatTemplate(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true})
+//	ids, err = tk.EncodeChat(msgs, opts)          // render, then Encode(text, false)
+//	stops := tk.EOSIDs()                          // eos_token + known chat end tokens
+//	ds := tk.NewDecodeStream(false)               // per generated id: ds.Next(id)
+//
+// # What is implemented
+//
+// Model: BPE with both merge formats, ignore_merges, unk/fuse_unk/byte_fallback,
+// continuing_subword_prefix and end_of_word_suffix; merging uses a heap as Word::merge_all
+// does (a linear scan for short words gives the same result faster) and a lock-free word
+// cache. Normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Sequence — with Rust's behaviour kept
+// where Go's differs (no stream-safe U+034F insertion after 30 combining marks; the Rust
+// library's older Unicode tables, see rustUnassigned). Pre-tokenizers: Sequence, Split
+// (Regex or String; Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous;
+// invert), ByteLevel (add_prefix_space, use_regex). The Qwen, Llama 3 and GPT-2 split
+// regexes run on a hand-written scanner; other patterns on regexp2. Added tokens: special
+// or not, lstrip, rstrip, single_word, normalized. Post-processors: ByteLevel,
+// TemplateProcessing (single sequence), Sequence. Decoder: ByteLevel. Any other component
+// type, BPE dropout, or a non-null truncation is a load error naming it.
+//
+// # Choices where the reference has none
+//
+// Encode takes a Go string, which may hold invalid UTF-8 (the Rust library only accepts
+// valid strings): each maximal invalid subsequence is replaced by U+FFFD first, as
+// String::from_utf8_lossy and Python's errors="replace" do. Decode drops ids that have no
+// token, as the Rust library does; transformers' clean_up_tokenization_spaces is not
+// applied. Padding in tokenizer.json is ignored: EncodeBatch returns unpadded id lists.
+//
+// # Chat templates
+//
+// Templates run on gonja with transformers' settings (trim_blocks, lstrip_blocks) and
+// its additions: tojson is Python's json.dumps (", " / ": " separators, ensure_ascii=False,
+// indent, insertion order — messages and tools are ordered dicts), items keeps dict order,
+// raise_exception fails the render with the template's message, strftime_now exists. The
+// template comes from chat_template.jinja, else tokenizer_config.json's chat_template
+// (a string or the "default" entry of a named list). With neither, ApplyChatTemplate
+// renders plain ChatML (Llama 3 headers for Llama vocabularies) and returns that text
+// together with an error wrapping ErrNoChatTemplate, so callers can log or refuse it.
+//
+// # The tiny tokenizer
+//
+// WriteTiny writes a complete byte-level BPE tokenizer (256 byte tokens, TinyMerges merges
+// learned from a built-in corpus, ChatML special tokens, a Qwen-style chat template) for
+// tests and the demo model; a generated copy lives in testdata/tiny.
 package tokenizer
