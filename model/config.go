@@ -342,8 +342,10 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	if c.ModelType != "llama" && !c.MLPBias && !c.keys["mlp_bias"] {
-		delete(m, "mlp_bias") // a Llama-only field
+	for _, k := range foreignKeys[c.ModelType] {
+		if !c.keys[k] {
+			delete(m, k) // not a field of this model_type's HF config class
+		}
 	}
 	if c.keys != nil {
 		for k, v := range m {
@@ -361,6 +363,15 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// foreignKeys are Config fields that the HF config class of a model_type does not have
+// (LlamaConfig has no sliding window, Qwen2Config no attention_bias, only Llama has mlp_bias): they are
+// not written unless the file they came from had them.
+var foreignKeys = map[string][]string{
+	"llama": {"use_sliding_window", "sliding_window", "max_window_layers", "layer_types"},
+	"qwen2": {"attention_bias", "mlp_bias"},
+	"qwen3": {"mlp_bias"},
 }
 
 // TokenIDs is a token-id field that HF writes as an int, a list of ints or null.

@@ -234,3 +234,28 @@ func TestGenerationConfigStopIDs(t *testing.T) {
 		t.Fatalf("generation config %+v", g)
 	}
 }
+
+// A config made in code writes only the fields the model_type's HF config class has.
+func TestPresetConfigKeys(t *testing.T) {
+	for arch, absent := range map[string][]string{
+		"llama": {"use_sliding_window", "max_window_layers", "layer_types"},
+		"qwen2": {"attention_bias", "mlp_bias", "head_dim"},
+		"qwen3": {"mlp_bias"},
+	} {
+		c, _, err := PresetConfig(arch, "qwen2.5-0.5b", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(c)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		for _, k := range absent {
+			if _, ok := m[k]; ok {
+				t.Errorf("%s config writes %s", arch, k)
+			}
+		}
+		if m["model_type"] != arch || m["torch_dtype"] != "bfloat16" {
+			t.Errorf("%s config: %v", arch, m)
+		}
+	}
+}
