@@ -53,7 +53,8 @@ func TestSDPAGroupedQueryAttention(t *testing.T) {
 		want := referenceAttention(q, kk, vv, causal, 1/math.Sqrt(d))
 		got := ScaledDotProductAttention(q, k, v, AttentionOpts{Causal: true})
 		expectShape(t, "gqa out", got, b, h, tq, d)
-		if !AllClose(got, want, 1e-5, 1e-5) {
+		// 1e-4: CUDA's attention kernels sum in another order than the reference.
+		if !AllClose(got, want, 1e-4, 1e-4) {
 			t.Errorf("GQA causal attention differs from the reference: max |diff| %v", got.Sub(want).Abs().Max(false).Float())
 		}
 		// With a KV cache the query block is the last rows: an explicit mask, Tq < Tk.
@@ -61,7 +62,7 @@ func TestSDPAGroupedQueryAttention(t *testing.T) {
 		mask := causal.Narrow(0, tq-2, 2)
 		want = referenceAttention(qLast, kk, vv, mask, 0.5)
 		got = ScaledDotProductAttention(qLast, k, v, AttentionOpts{Mask: mask, Scale: 0.5})
-		if !AllClose(got, want, 1e-5, 1e-5) {
+		if !AllClose(got, want, 1e-4, 1e-4) {
 			t.Error("masked GQA attention with Tq < Tk differs from the reference")
 		}
 		if Do(func() error {
