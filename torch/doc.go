@@ -41,7 +41,9 @@
 //	func Load(...) (err error) { defer torch.Recover(&err); ... }
 //
 // or torch.Do(func() error {...}) do it anywhere on the torch thread. Bad shapes, dtypes and
-// indices are errors; the process keeps working after them.
+// indices are errors; the process keeps working after them. One exception, as in PyTorch: on CUDA
+// an out-of-range index inside a kernel (Embedding, IndexSelect, Gather) is a device-side assert
+// that leaves the CUDA context unusable, so token ids must be checked on the host before upload.
 //
 // # Devices, dtypes and data
 //

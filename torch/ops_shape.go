@@ -185,7 +185,8 @@ func (t *Tensor) IndexCopy_(dim int64, index, src *Tensor) *Tensor {
 	return t
 }
 
-// Embedding looks up rows of weight [V, D] for int64 ids of any shape: result [ids..., D].
+// Embedding looks up rows of weight [V, D] for int64 ids of any shape: result [ids..., D]. Ids
+// must lie in [0, V): on CUDA an out-of-range id is a device-side assert, not an error.
 func Embedding(weight, ids *Tensor) *Tensor {
 	var out C.mt_tensor
 	check("Embedding", C.mt_embedding(weight.handle("Embedding"), ids.handle("Embedding"), &out))
