@@ -39,6 +39,9 @@ type ChatOptions struct {
 	Tools []json.RawMessage
 	// Vars are extra template variables, e.g. "enable_thinking": false or "date_string".
 	Vars map[string]any
+	// Template names one of several templates in tokenizer_config.json (e.g. "tool_use");
+	// empty picks "tool_use" when Tools are given and it exists, else the default.
+	Template string
 }
 
 // ErrNoChatTemplate is wrapped by the error ApplyChatTemplate returns together with the
@@ -102,7 +105,17 @@ func compileTemplate(src string) (*chatTemplate, error) {
 }
 
 func (t *Tokenizer) compileChat() error {
-	t.chat = nil
+	t.chat, t.named = nil, nil
+	for name, src := range t.config.NamedTemplates {
+		c, err := compileTemplate(src)
+		if err != nil {
+			return fmt.Errorf("chat template %q: %w", name, err)
+		}
+		if t.named == nil {
+			t.named = map[string]*chatTemplate{}
+		}
+		t.named[name] = c
+	}
 	if t.config.ChatTemplate == "" {
 		return nil
 	}
@@ -112,6 +125,22 @@ func (t *Tokenizer) compileChat() error {
 	}
 	t.chat = c
 	return nil
+}
+
+// pickTemplate follows transformers: an explicit name, else "tool_use" when tools are
+// given and the file has such a template, else the default.
+func (t *Tokenizer) pickTemplate(opts ChatOptions) (*chatTemplate, error) {
+	if opts.Template != "" {
+		c, ok := t.named[opts.Template]
+		if !ok {
+			return nil, fmt.Errorf("no chat template named %q", opts.Template)
+		}
+		return c, nil
+	}
+	if c, ok := t.named["tool_use"]; ok && len(opts.Tools) > 0 {
+		return c, nil
+	}
+	return t.chat, nil
 }
 
 // ApplyChatTemplate renders messages with the tokenizer's chat_template exactly as
@@ -159,10 +188,14 @@ func (t *Tokenizer) render(messages []any, opts ChatOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if t.chat == nil {
+	c, err := t.pickTemplate(opts)
+	if err != nil {
+		return "", err
+	}
+	if c == nil {
 		return fallbackChat(t, messages, opts.AddGenerationPrompt), ErrNoChatTemplate
 	}
-	out, err := t.chat.tpl.ExecuteToString(exec.NewContext(vars))
+	out, err := c.tpl.ExecuteToString(exec.NewContext(vars))
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}

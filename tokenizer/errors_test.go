@@ -103,6 +103,9 @@ func TestBadModelDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if tk.Config().TemplateSource != "chat_template.jinja" {
+		t.Errorf("template source %q", tk.Config().TemplateSource)
+	}
 	if _, id, ok := tk.SpecialToken("eos"); !ok || id != tk.VocabSize()-5 {
 		t.Errorf("eos from an AddedToken object: id %d ok %v", id, ok)
 	}
@@ -127,5 +130,33 @@ func TestInvalidInput(t *testing.T) {
 	}
 	if got := tk.Encode("", true); len(got) != 0 {
 		t.Errorf("empty text: %v", got)
+	}
+}
+
+// A list of named templates: "default" without tools, "tool_use" with tools or by name.
+func TestNamedTemplates(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteTiny(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T{{ tools|length }}"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := []json.RawMessage{json.RawMessage(`{"type": "function"}`)}
+	for _, c := range []struct {
+		opts ChatOptions
+		want string
+	}{{ChatOptions{}, "D"}, {ChatOptions{Tools: tool}, "T1"}, {ChatOptions{Template: "tool_use"}, "T0"}} {
+		if got, err := tk.ApplyChatTemplate(nil, c.opts); err != nil || got != c.want {
+			t.Errorf("%+v: %q %v, want %q", c.opts, got, err, c.want)
+		}
+	}
+	if _, err := tk.ApplyChatTemplate(nil, ChatOptions{Template: "nope"}); err == nil {
+		t.Error("unknown template name: no error")
 	}
 }

@@ -31,6 +31,7 @@ type Tokenizer struct {
 
 	config Config // from tokenizer_config.json; zero when loaded without one
 	chat   *chatTemplate
+	named  map[string]*chatTemplate // when chat_template is a list of named templates
 }
 
 // Load reads tokenizer.json and, when present, tokenizer_config.json (special tokens, chat
