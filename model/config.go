@@ -357,12 +357,41 @@ func (c Config) MarshalJSON() ([]byte, error) {
 			}
 		}
 	}
+	floatify(m, "initializer_range", "rms_norm_eps", "rope_theta", "attention_dropout")
 	for k, v := range c.Extra {
 		if _, ok := m[k]; !ok {
 			m[k] = v
 		}
 	}
 	return json.Marshal(m)
+}
+
+// MarshalJSON writes the float fields with a decimal point, as Python does (transformers checks
+// isinstance(factor, float) for llama3 scaling).
+func (r RopeParameters) MarshalJSON() ([]byte, error) {
+	type plain RopeParameters
+	b, err := json.Marshal(plain(r))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	floatify(m, "rope_theta", "factor", "low_freq_factor", "high_freq_factor", "partial_rotary_factor")
+	return json.Marshal(m)
+}
+
+// floatify rewrites integral numbers under keys as floats (32 → 32.0): Go writes float64 32 as 32,
+// Python's json writes 32.0, and Python code tells the two apart.
+func floatify(m map[string]json.RawMessage, keys ...string) {
+	for _, k := range keys {
+		v, ok := m[k]
+		if !ok || len(v) == 0 || v[0] == 'n' || bytes.ContainsAny(v, ".eE") {
+			continue
+		}
+		m[k] = append(append(json.RawMessage{}, v...), ".0"...)
+	}
 }
 
 // foreignKeys are Config fields that the HF config class of a model_type does not have

@@ -257,5 +257,12 @@ func TestPresetConfigKeys(t *testing.T) {
 		if m["model_type"] != arch || m["torch_dtype"] != "bfloat16" {
 			t.Errorf("%s config: %v", arch, m)
 		}
+		// Floats are written as Python writes them: 1000000.0, 32.0.
+		if !strings.Contains(string(b), `"rope_theta":1000000.0`) && !strings.Contains(string(b), `"rope_theta":500000.0`) {
+			t.Errorf("%s: rope_theta not written as a float: %s", arch, b)
+		}
+		if arch == "llama" && !strings.Contains(string(b), `"factor":32.0`) {
+			t.Errorf("llama3 factor not written as a float: %s", b)
+		}
 	}
 }

@@ -83,6 +83,7 @@ func (g GenerationConfig) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
+	floatify(m, "temperature", "top_p", "repetition_penalty")
 	for k, v := range g.Extra {
 		if _, ok := m[k]; !ok {
 			m[k] = v
