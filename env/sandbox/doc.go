@@ -7,32 +7,33 @@
 //
 // # What is guaranteed, layer by layer
 //
-// Kernel-enforced (cannot be undone from Python):
-//   - wall time: the process group is SIGKILLed by the parent;
-//   - RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, set by a Python preamble in the child before the
-//     model's code, soft = hard;
-//   - RLIMIT_NPROC, only when the run is not root: the kernel exempts root. As root the sandbox
-//     drops to uid/gid nobody (65534) when that user can execute the interpreter (a system
-//     python3 under /usr/bin, not a pyenv one under /root); Isolation says which happened;
-//   - no network, when a network namespace could be created (root, or unprivileged user
-//     namespaces): the run sees only a down loopback interface. Isolation reports it; the
-//     sandbox falls back to no namespace, and says so, where clone is refused.
+// New probes the machine and keeps the strongest isolation that works (Isolation says which,
+// and why stronger ones failed). On this project's machines (root, Linux) that is the first:
 //
-// Interpreter-enforced (a PEP 578 audit hook installed by the preamble; hooks cannot be removed
-// from Python code, and the hook's state lives in a closure the code cannot reach: gc
-// enumeration and rewriting a function's __code__ or defaults are refused): no open() or
-// os.open() outside the working directory except reads of the interpreter's own installation
-// prefix (so imports work; for /usr/bin/python3 that prefix is all of /usr), Config.ReadDirs, and
-// /dev/null, /dev/zero, /dev/urandom, /dev/random; no listing, chdir, rename or removal outside
-// it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit, and no importing ctypes or
-// _posixsubprocess (both reach fork or libc without an audit event). This stops what ordinary
-// and careless code does (reading /etc/passwd, fork loops, shelling out). It is not a boundary
-// against an adversary who knows CPython internals: the path check calls os.path, which the
-// code can monkeypatch, and with no separate mount namespace or chroot, files readable by the
-// run's user stay reachable to such code. The kernel-enforced layers above are what holds then;
-// run the trainer in a container when the code may be hostile.
+//  1. Minimal root (kernel-enforced; root, or unprivileged user namespaces): the run sees a fresh
+//     tmpfs holding read-only binds of /usr, /lib*, /bin, /sbin and the interpreter's prefix,
+//     /etc/ld.so.cache and /etc/localtime, four device files, and its own directory at /work —
+//     no /etc/passwd, /root, /home, /proc or other runs' files. Built by re-executing this binary
+//     as a helper (chroot.go) in new mount and network namespaces.
+//  2. No network (kernel): a new network namespace with only a down loopback interface.
+//  3. Unprivileged user (kernel): as root the run drops to uid/gid nobody (65534), so
+//     RLIMIT_NPROC is enforced (the kernel exempts root) and file permissions apply.
+//  4. rlimits (kernel): RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE and RLIMIT_NPROC, set by a Python
+//     preamble in the child before the model's code, soft = hard.
+//  5. Audit hook (interpreter, PEP 578): no open() outside the working directory except reads of
+//     the interpreter's prefix, Config.ReadDirs and harmless devices; no listing, chdir, rename or
+//     removal outside it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit; no
+//     importing ctypes or _posixsubprocess (both reach fork or libc without an audit event); no
+//     gc enumeration or rewriting function code (the hook's state lives in a closure).
+//
+// Layer 5 stops ordinary and careless code (reading /etc/passwd, fork loops, shelling out) with a
+// clear PermissionError, but it is not a boundary against an adversary: its path check uses
+// os.path, which the code can monkeypatch — a test shows exactly that bypass, and shows layer 1
+// holding behind it. Where layers 1-3 are unavailable (no namespaces: a locked-down container, a
+// kernel without unprivileged user namespaces) the fallback modes keep layers 4-5 and say so in
+// Isolation.Note; run the trainer inside a container when the code may be hostile.
 //
 // Tests in this package start real interpreters and prove each containment: an infinite loop, a
-// CPU spin, a memory bomb, fork bombs, huge output, reads and writes outside the directory, the
-// network, and raising the limits.
+// CPU spin, a memory bomb, fork bombs, huge output, reads and writes outside the directory (with
+// and without the hook fooled), the network, and raising the limits.
 package sandbox

@@ -1,33 +1,36 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // nobody is the unprivileged uid/gid the sandbox drops to when it starts as root.
 const nobody = 65534
 
-// Isolation is the OS-level isolation New found to work on this machine, strongest first:
+// Isolation is the OS-level isolation New found to work on this machine. It tries, strongest
+// first, and keeps the first mode in which a probe program runs:
 //
-//   - as root: a new network namespace and the uid/gid nobody (65534), so RLIMIT_NPROC bites
-//     and file permissions apply; this needs an interpreter that nobody may execute;
-//   - as root, when nobody cannot run the interpreter (it lives under /root): a new network
-//     namespace only;
-//   - not root: a new user namespace (uid mapped to itself) holding a new network namespace,
-//     where the kernel permits unprivileged user namespaces;
-//   - otherwise none: the audit hook and rlimits of the preamble remain.
+//   - as root: minimal root (see chroot.go) + network namespace + uid/gid nobody;
+//   - not root: a user namespace holding the same minimal root and network namespace, where the
+//     kernel permits unprivileged user namespaces;
+//   - as root: network namespace + uid nobody, when the interpreter is executable by nobody;
+//   - network namespace only (root), or user + network namespace (not root);
+//   - none: the audit hook and rlimits of the preamble remain.
 type Isolation struct {
+	// Chroot is true when runs see only the minimal root filesystem.
+	Chroot bool
 	// NetNS is true when runs get their own network namespace (no interfaces but a down lo).
 	NetNS bool
-	// UserNS is true when that namespace sits in a new user namespace (unprivileged case).
+	// UserNS is true when the namespaces sit in a new user namespace (unprivileged case).
 	UserNS bool
 	// Nobody is true when runs drop to uid/gid 65534.
 	Nobody bool
-	// Note says in words what was chosen and why, for logs.
+	// Note says in words what was chosen and why the stronger modes were not, for logs.
 	Note string
 }
 
@@ -36,14 +39,21 @@ func (iso Isolation) attr() *syscall.SysProcAttr {
 	if iso.NetNS {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}
+	if iso.Chroot {
+		a.Cloneflags |= syscall.CLONE_NEWNS
+	}
 	if iso.UserNS {
 		a.Cloneflags |= syscall.CLONE_NEWUSER
 		uid, gid := os.Getuid(), os.Getgid()
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		inside := uid // keep the same uid inside...
+		if iso.Chroot {
+			inside = 0 // ...except that the helper needs root inside the namespace to mount
+		}
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: inside, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: min(inside, gid), HostID: gid, Size: 1}}
 		a.GidMappingsEnableSetgroups = false
 	}
-	if iso.Nobody {
+	if iso.Nobody && !iso.Chroot { // with a chroot the helper drops privileges after mounting
 		a.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
 	}
 	return a
@@ -62,35 +72,44 @@ func (iso Isolation) prepareDir(dir string) error {
 	return nil
 }
 
-// probe tries each isolation mode with a trivial program and keeps the first that runs.
-func probe(python string) Isolation {
-	var tries []Isolation
+// candidates lists the modes to try on this machine, strongest first.
+func candidates() []Isolation {
 	if os.Geteuid() == 0 {
-		tries = []Isolation{
-			{NetNS: true, Nobody: true, Note: "network namespace, uid nobody"},
-			{NetNS: true, Note: "network namespace; running as root (nobody cannot execute " + python + "), so RLIMIT_NPROC is not enforced by the kernel"},
-			{Note: "no namespaces (clone refused); running as root"},
-		}
-	} else {
-		tries = []Isolation{
-			{NetNS: true, UserNS: true, Note: "user + network namespace"},
-			{Note: "no namespaces (unprivileged user namespaces refused)"},
+		return []Isolation{
+			{Chroot: true, NetNS: true, Nobody: true, Note: "minimal root, network namespace, uid nobody"},
+			{NetNS: true, Nobody: true, Note: "network namespace, uid nobody (no minimal root: files readable by nobody stay reachable)"},
+			{NetNS: true, Note: "network namespace; running as root, so RLIMIT_NPROC is not enforced and files stay reachable"},
+			{Note: "no namespaces; running as root"},
 		}
 	}
+	return []Isolation{
+		{Chroot: true, NetNS: true, UserNS: true, Note: "user namespace with minimal root and network namespace"},
+		{NetNS: true, UserNS: true, Note: "user + network namespace (no minimal root)"},
+		{Note: "no namespaces (unprivileged user namespaces refused)"},
+	}
+}
+
+// probe runs a tiny program in each candidate mode and keeps the first that works.
+func (s *Sandbox) probe() Isolation {
 	var why []string
-	for _, iso := range tries {
-		cmd := exec.Command(python, "-I", "-S", "-c", "pass")
-		cmd.Dir = "/"
-		cmd.Env = []string{}
-		cmd.SysProcAttr = iso.attr()
-		err := cmd.Run()
-		if err == nil {
+	l := s.limits
+	l.Wall = 10 * time.Second
+	for _, iso := range candidates() {
+		r, err := s.run(context.Background(), "print('ok')", iso, l)
+		if err == nil && r.OK() && r.Stdout == "ok\n" {
 			if len(why) > 0 {
 				iso.Note += " [stronger modes failed: " + strings.Join(why, "; ") + "]"
 			}
 			return iso
 		}
-		why = append(why, fmt.Sprintf("%s: %v", iso.Note, err))
+		reason := fmt.Sprint(err)
+		if err == nil {
+			reason = strings.TrimSpace(r.Stderr)
+			if len(reason) > 200 {
+				reason = reason[:200]
+			}
+		}
+		why = append(why, iso.Note+": "+reason)
 	}
-	return Isolation{Note: "no isolation mode could start python: " + strings.Join(why, "; ")}
+	return Isolation{Note: "no isolation mode could run python: " + strings.Join(why, "; ")}
 }

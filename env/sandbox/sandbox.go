@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,46 +97,48 @@ func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && r.Signal ==
 
 // Sandbox runs Python code in fresh, limited child processes. It is safe for concurrent use.
 type Sandbox struct {
-	cfg    Config
-	python string
-	limits Limits
-	iso    Isolation
+	cfg      Config
+	python   string
+	prefixes []string // sys.prefix and friends: bound into the minimal root
+	limits   Limits
+	iso      Isolation
 }
 
 // New resolves the interpreter and probes which isolation this machine permits.
 func New(cfg Config) (*Sandbox, error) {
 	s := &Sandbox{cfg: cfg, limits: cfg.Limits.withDefaults()}
-	py, err := resolvePython(cfg.Python)
+	py, prefixes, err := resolvePython(cfg.Python)
 	if err != nil {
 		return nil, err
 	}
-	s.python = py
+	s.python, s.prefixes = py, prefixes
 	if s.cfg.TempDir == "" {
 		s.cfg.TempDir = os.TempDir()
 	}
-	s.iso = probe(py)
+	s.iso = s.probe()
 	return s, nil
 }
 
 // resolvePython finds the real interpreter binary behind name (following pyenv-style shims by
-// asking the interpreter for sys.executable).
-func resolvePython(name string) (string, error) {
+// asking the interpreter for sys.executable) and its installation prefixes.
+func resolvePython(name string) (string, []string, error) {
 	if name == "" {
 		name = "python3"
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("sandbox: python interpreter %q not found: %w", name, err)
+		return "", nil, fmt.Errorf("sandbox: python interpreter %q not found: %w", name, err)
 	}
-	out, err := exec.Command(path, "-I", "-S", "-c", "import sys; print(sys.executable)").Output()
+	const ask = "import sys, os\nfor p in (sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix): print(os.path.realpath(p))"
+	out, err := exec.Command(path, "-I", "-S", "-c", ask).Output()
 	if err != nil {
-		return "", fmt.Errorf("sandbox: %s does not run: %w", path, err)
+		return "", nil, fmt.Errorf("sandbox: %s does not run: %w", path, err)
 	}
-	real := strings.TrimSpace(string(out))
-	if real == "" {
-		return path, nil
+	lines := strings.Fields(string(out))
+	if len(lines) != 5 {
+		return "", nil, fmt.Errorf("sandbox: %s: unexpected answer %q", path, out)
 	}
-	return real, nil
+	return lines[0], lines[1:], nil
 }
 
 // Python is the interpreter the sandbox runs.
@@ -150,44 +153,100 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // Run executes code as a fresh program. The error is non-nil only when the sandbox itself failed
 // (no temp dir, the interpreter could not start); the code's own failures are in Result.
 func (s *Sandbox) Run(ctx context.Context, code string) (Result, error) {
-	dir, err := os.MkdirTemp(s.cfg.TempDir, "mtgrpo-py-")
+	return s.run(ctx, code, s.iso, s.limits)
+}
+
+// run executes code under the given isolation. The run's base directory holds work/ (the code's
+// directory) and root/ (the mount point of the minimal root, when used).
+func (s *Sandbox) run(ctx context.Context, code string, iso Isolation, l Limits) (Result, error) {
+	base, err := os.MkdirTemp(s.cfg.TempDir, "mtgrpo-py-")
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox: temp dir: %w", err)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "main.py"), []byte(code), 0o644); err != nil {
+	defer os.RemoveAll(base)
+	work := filepath.Join(base, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(base, "root"), 0o755); err != nil {
+		return Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "main.py"), []byte(code), 0o644); err != nil {
 		return Result{}, fmt.Errorf("sandbox: write code: %w", err)
 	}
-	if err := s.iso.prepareDir(dir); err != nil {
+	if err := iso.prepareDir(work); err != nil {
 		return Result{}, err
 	}
-	return s.exec(ctx, dir)
+	cmd, err := s.command(base, iso, l)
+	if err != nil {
+		return Result{}, err
+	}
+	return wait(ctx, cmd, l)
 }
 
-func (s *Sandbox) exec(ctx context.Context, dir string) (Result, error) {
-	l := s.limits
+// command builds the child: the interpreter itself, or this binary as the helper that builds
+// the minimal root and then execs the interpreter.
+func (s *Sandbox) command(base string, iso Isolation, l Limits) (*exec.Cmd, error) {
+	work := filepath.Join(base, "work")
+	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.cfg.ReadDirs)}
+	if !iso.Chroot {
+		cmd := exec.Command(s.python, args[1:]...)
+		cmd.Dir = work
+		cmd.Env = []string{"HOME=" + work, "TMPDIR=" + work, "LANG=C.UTF-8"}
+		cmd.SysProcAttr = iso.attr()
+		return cmd, nil
+	}
+	dirs, files, devices, links := rootLayout(s.prefixes, s.cfg.ReadDirs)
+	spec := helperSpec{
+		Root: filepath.Join(base, "root"), Work: work, Python: s.python, Args: args,
+		Env:  []string{"HOME=/work", "TMPDIR=/work", "LANG=C.UTF-8"},
+		Dirs: dirs, Files: files, Devices: devices, Links: links, UID: -1,
+	}
+	if iso.Nobody {
+		spec.UID = nobody
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{"mtgrpo-sandbox"}
+	cmd.Dir = work
+	cmd.Env = []string{helperEnv + "=" + string(js)}
+	cmd.SysProcAttr = iso.attr()
+	return cmd, nil
+}
+
+// wait runs cmd under the wall limit, killing its process group at the deadline and after it
+// ends (so nothing it started outlives the run).
+func wait(ctx context.Context, cmd *exec.Cmd, l Limits) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.Wall)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.python, "-I", "-S", "-B", "-c", preamble(l, s.cfg.ReadDirs))
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "LANG=C.UTF-8"}
-	cmd.Stdin = nil
 	stdout, stderr := &capped{max: l.OutputBytes}, &capped{max: l.OutputBytes}
+	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = s.iso.attr()
-	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = 500 * time.Millisecond
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("sandbox: start %s: %w", s.python, err)
+		return Result{}, fmt.Errorf("sandbox: start %s: %w", cmd.Path, err)
 	}
-	werr := cmd.Wait()
-	_ = killGroup(cmd) // leftovers (daemonised grandchildren) die with the run
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	timedOut := false
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+		timedOut = ctx.Err() == context.DeadlineExceeded
+		_ = killGroup(cmd)
+		werr = <-done
+	}
+	_ = killGroup(cmd)
 	r := Result{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
 		Duration:  time.Since(start),
-		TimedOut:  ctx.Err() == context.DeadlineExceeded,
+		TimedOut:  timedOut,
 	}
 	r.ExitCode, r.Signal = exitStatus(cmd, werr)
 	return r, nil

@@ -199,6 +199,36 @@ func TestConcurrentRuns(t *testing.T) {
 
 func pyQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
 
+// The minimal root holds even when the audit hook is fooled: with posixpath's internals
+// monkeypatched, the hook's realpath answers "<cwd>/x" for every path and lets
+// open('/etc/passwd') through — and the file is not there.
+func TestMinimalRootBehindTheHook(t *testing.T) {
+	s := newTest(t, quick)
+	if !s.Isolation().Chroot {
+		t.Skipf("this machine refused the minimal root (%s); the audit hook is all that guards files", s.Isolation().Note)
+	}
+	r := run(t, s, "import os\nprint(os.getcwd(), os.path.exists('/etc/passwd'), os.path.exists('/home'), sorted(os.listdir('/work')))")
+	if r.Stdout != "/work False False ['main.py']\n" {
+		t.Fatalf("view of the file system: %+v", r)
+	}
+	r = run(t, s, "import posixpath\nimport os\nposixpath._joinrealpath = lambda *a: (os.getcwd() + '/x', True)\nprint(open('/etc/passwd').read())")
+	if r.OK() || strings.Contains(r.Stdout, "root:") || !strings.Contains(r.Stderr, "FileNotFoundError") {
+		t.Fatalf("hook bypassed and the file was readable: %+v", r)
+	}
+	// Without the minimal root the same program does read the file: the hook alone is no
+	// boundary (doc.go says so), the mount namespace is.
+	weak, err := s.run(context.Background(), "import posixpath\nimport os\nposixpath._joinrealpath = lambda *a: (os.getcwd() + '/x', True)\nprint(open('/etc/passwd').read()[:5])", Isolation{NetNS: true}, s.limits)
+	if err != nil || !strings.HasPrefix(weak.Stdout, "root:") {
+		t.Fatalf("expected the hook-only mode to leak /etc/passwd, got %+v %v", weak, err)
+	}
+	if os.Geteuid() == 0 {
+		r = run(t, s, "import os\nprint(os.getuid(), os.getgid())")
+		if r.Stdout != "65534 65534\n" || !s.Isolation().Nobody {
+			t.Fatalf("as root the run should be nobody: %+v", r)
+		}
+	}
+}
+
 // As root with a system interpreter that nobody may run, runs drop to uid 65534, where
 // RLIMIT_NPROC is enforced by the kernel.
 func TestDropsToNobodyWhenRoot(t *testing.T) {

@@ -1,0 +1,199 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// The strongest isolation runs Python inside a minimal root filesystem: a fresh tmpfs holding
+// read-only bind mounts of the system's library directories and the interpreter's installation,
+// four device files, and the run's directory at /work — nothing else (no /etc/passwd, no /root,
+// no /home, no /proc). Mounting needs code between clone and exec, which Go's exec cannot run, so
+// the sandbox re-executes its own binary (/proc/self/exe) as a helper: this package's init sees
+// the helperEnv variable, builds the root inside the new mount namespace, chroots, drops to
+// nobody when it started as root, and execs the interpreter. Every binary that imports this
+// package carries the helper; nothing needs to call it.
+
+const helperEnv = "MTGRPO_SANDBOX_HELPER"
+
+// helperSpec is what the parent tells the helper, as JSON in helperEnv.
+type helperSpec struct {
+	Root    string            // empty directory to mount the tmpfs root on
+	Work    string            // the run's directory, bound read-write at /work
+	Python  string            // interpreter path (the same inside, via the binds)
+	Args    []string          // argv, Args[0] included
+	Env     []string          // the interpreter's environment
+	Dirs    []string          // host directories bound read-only at the same path
+	Files   []string          // host files bound read-only at the same path
+	Devices []string          // device files bound read-write
+	Links   map[string]string // symlinks to recreate (/lib → usr/lib on merged-/usr systems)
+	UID     int               // uid/gid to switch to after mounting; -1 keeps the current one
+}
+
+func init() {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		err := runHelper(spec)
+		fmt.Fprintf(os.Stderr, "sandbox helper: %v\n", err)
+		os.Exit(125)
+	}
+}
+
+// runHelper never returns on success: it ends in exec.
+func runHelper(specJSON string) error {
+	var s helperSpec
+	if err := json.Unmarshal([]byte(specJSON), &s); err != nil {
+		return err
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := syscall.Mount("tmpfs", s.Root, "tmpfs", syscall.MS_NOSUID, "size=16m,mode=755"); err != nil {
+		return fmt.Errorf("tmpfs root: %w", err)
+	}
+	for link, target := range s.Links {
+		if err := os.Symlink(target, filepath.Join(s.Root, link)); err != nil {
+			return err
+		}
+	}
+	for _, d := range s.Dirs {
+		if err := bind(d, filepath.Join(s.Root, d), true, true); err != nil {
+			return err
+		}
+	}
+	for _, f := range s.Files {
+		if err := bind(f, filepath.Join(s.Root, f), false, true); err != nil {
+			return err
+		}
+	}
+	for _, f := range s.Devices {
+		if err := bind(f, filepath.Join(s.Root, f), false, false); err != nil {
+			return err
+		}
+	}
+	if err := bind(s.Work, filepath.Join(s.Root, "work"), true, false); err != nil {
+		return err
+	}
+	if err := syscall.Chroot(s.Root); err != nil {
+		return fmt.Errorf("chroot: %w", err)
+	}
+	if err := syscall.Chdir("/work"); err != nil {
+		return err
+	}
+	if s.UID >= 0 {
+		if err := dropTo(s.UID); err != nil {
+			return err
+		}
+	}
+	return syscall.Exec(s.Python, s.Args, s.Env)
+}
+
+// bind mounts src on dst (creating dst as a directory or an empty file), read-only if asked.
+// A read-only remount keeps the source's nodev/nosuid/noexec flags: inside a user namespace the
+// kernel refuses to clear them.
+func bind(src, dst string, dir, readOnly bool) error {
+	if dir {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, nil, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", src, err)
+	}
+	if !readOnly {
+		return nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(src, &st); err != nil {
+		return err
+	}
+	flags := uintptr(syscall.MS_BIND | syscall.MS_REMOUNT | syscall.MS_RDONLY)
+	for _, f := range [][2]uintptr{{stNodev, syscall.MS_NODEV}, {stNosuid, syscall.MS_NOSUID}, {stNoexec, syscall.MS_NOEXEC},
+		{stNoatime, syscall.MS_NOATIME}, {stNodiratime, syscall.MS_NODIRATIME}, {stRelatime, syscall.MS_RELATIME}} {
+		if uintptr(st.Flags)&f[0] != 0 {
+			flags |= f[1]
+		}
+	}
+	if err := syscall.Mount("", dst, "", flags, ""); err != nil {
+		return fmt.Errorf("read-only %s: %w", src, err)
+	}
+	return nil
+}
+
+// statfs f_flags bits (linux/statfs.h ST_*).
+const (
+	stNosuid     = 0x0002
+	stNodev      = 0x0004
+	stNoexec     = 0x0008
+	stNoatime    = 0x0400
+	stNodiratime = 0x0800
+	stRelatime   = 0x1000
+)
+
+func dropTo(uid int) error {
+	if err := syscall.Setgroups([]int{}); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(uid); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	return nil
+}
+
+// rootLayout lists what the minimal root needs for python: the system's library and binary
+// directories (or the symlinks standing for them), the interpreter's prefixes, the dynamic
+// loader's cache and the time zone file, and the harmless devices.
+func rootLayout(prefixes, readDirs []string) (dirs, files, devices []string, links map[string]string) {
+	links = map[string]string{}
+	for _, d := range []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				links[d] = t
+			}
+		case fi.IsDir():
+			dirs = append(dirs, d)
+		}
+	}
+	for _, p := range append(append([]string{}, prefixes...), readDirs...) {
+		if p == "" || covered(p, dirs) {
+			continue
+		}
+		dirs = append(dirs, p)
+	}
+	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime"} {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			files = append(files, f)
+		}
+	}
+	for _, f := range []string{"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"} {
+		if _, err := os.Stat(f); err == nil {
+			devices = append(devices, f)
+		}
+	}
+	return dirs, files, devices, links
+}
+
+func covered(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
