@@ -32,6 +32,7 @@ type AdamW struct {
 	Config AdamWConfig
 	params []*Tensor
 	m, v   []*Tensor // first and second moments, like the parameters
+	decay  []C.int   // 1 where weight decay applies
 	step   int64
 	state  *Scope
 }
@@ -41,6 +42,7 @@ func NewAdamW(params []*Tensor, cfg AdamWConfig) *AdamW {
 	o := &AdamW{Config: cfg, params: params, state: NewLongScope("adamw")}
 	o.state.With(func() {
 		for _, p := range params {
+			o.decay = append(o.decay, 1)
 			o.m = append(o.m, ZerosLike(p))
 			o.v = append(o.v, ZerosLike(p))
 		}
@@ -57,8 +59,25 @@ func (o *AdamW) Step() {
 	c := o.Config
 	o.step++
 	ps, ms, vs := handles("AdamW.Step", o.params), handles("AdamW.Step", o.m), handles("AdamW.Step", o.v)
-	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ms[0], &vs[0], C.int(len(ps)), C.int64_t(o.step), C.double(c.LR),
+	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ms[0], &vs[0], &o.decay[0], C.int(len(ps)), C.int64_t(o.step), C.double(c.LR),
 		C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay)))
+}
+
+// NoDecay exempts ps (which must be among the optimizer's parameters) from weight decay, as
+// Hugging Face's Trainer does for biases and normalisation weights.
+func (o *AdamW) NoDecay(ps ...*Tensor) {
+	for _, p := range ps {
+		found := false
+		for i, q := range o.params {
+			if q == p {
+				o.decay[i] = 0
+				found = true
+			}
+		}
+		if !found {
+			errorf("AdamW.NoDecay", "tensor %v is not a parameter of this optimizer", p)
+		}
+	}
 }
 
 // Steps is the number of updates applied so far.

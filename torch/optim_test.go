@@ -97,6 +97,26 @@ func TestAdamWStateRoundTrip(t *testing.T) {
 	})
 }
 
+// TestAdamWNoDecay: with zero gradient the moments stay zero and the update is 0/(0+eps) = 0, so
+// only weight decay moves a parameter: p = 1·(1 − 0.1·0.5) = 0.95, and 1 for the exempt one.
+func TestAdamWNoDecay(t *testing.T) {
+	onTorch(t, func() {
+		w := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		bias := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		opt := NewAdamW([]*Tensor{w, bias}, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.5})
+		defer opt.Close()
+		opt.NoDecay(bias)
+		w.MulScalar(0).Add(bias.MulScalar(0)).Sum(false).Backward()
+		opt.Step()
+		if w.Float() != 0.95 || bias.Float() != 1 {
+			t.Errorf("after a zero-gradient step: w %v (want 0.95), bias %v (want 1)", w.Float(), bias.Float())
+		}
+		if Do(func() error { opt.NoDecay(dev(FromSlice([]float64{1}))); return nil }) == nil {
+			t.Error("NoDecay of a foreign tensor accepted")
+		}
+	})
+}
+
 // TestClipGradNorm: gradients [3, 4] and [12] have global norm √(9+16+144) = 13; clipping to 6.5
 // scales them by 6.5/(13+1e-6) ≈ 0.5.
 func TestClipGradNorm(t *testing.T) {

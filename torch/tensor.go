@@ -1,6 +1,7 @@
 package torch
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -8,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Tensor is a handle to a libtorch tensor owned by a Scope. It is valid until its scope closes (or
@@ -140,6 +142,14 @@ func (t *Tensor) String() string {
 		dims[k] = fmt.Sprint(d)
 	}
 	return fmt.Sprintf("Tensor[%s] %s %s", strings.Join(dims, " "), i.DType, i.Device)
+}
+
+// Values renders the tensor's values for debugging (libtorch's printout).
+func (t *Tensor) Values() string {
+	var p *C.char
+	check("Values", C.mt_to_string(t.handle("Values"), &p))
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p)
 }
 
 // Float is the value of a one-element tensor as float64.

@@ -131,6 +131,9 @@ func TestToAndCopy(t *testing.T) {
 		expectFloats(t, "copied", z.Float32s(), []float64{1.25, -3}, 0)
 		z.Fill_(4)
 		expectFloats(t, "filled", z.Float32s(), []float64{4, 4}, 0)
+		if v := FromSlice([]int64{7, 8}).Values(); !strings.Contains(v, "7") || !strings.Contains(v, "8") {
+			t.Errorf("Values() = %q", v)
+		}
 		tr := FromSlice([]float32{1, 2, 3, 4}, 2, 2).Transpose(0, 1)
 		if tr.Info().Contiguous || !tr.Contiguous().Info().Contiguous {
 			t.Error("contiguous flags wrong")

@@ -6,8 +6,8 @@
 
 extern "C" {
 
-mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, int n, int64_t step, double lr,
-                     double beta1, double beta2, double eps, double weight_decay) {
+mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay, int n,
+                     int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay) {
   MT_BEGIN
   if (step < 1) throw std::invalid_argument("adamw: step must be >= 1");
   at::NoGradGuard no_grad;
@@ -24,7 +24,7 @@ mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_s
     if (!g.defined()) continue;
     at::Tensor& m = mt::T(exp_avg[i]);
     at::Tensor& v = mt::T(exp_avg_sq[i]);
-    if (weight_decay != 0) p.mul_(1.0 - lr * weight_decay);
+    if (weight_decay != 0 && (decay == nullptr || decay[i])) p.mul_(1.0 - lr * weight_decay);
     m.lerp_(g, 1.0 - beta1);
     v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
     at::Tensor denom = (v.sqrt() / bc2_sqrt).add_(eps);

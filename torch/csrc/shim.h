@@ -189,10 +189,13 @@ MT_API mt_err mt_grad_enabled(int* out);
 /* ---- optim.cpp ------------------------------------------------------------------------------ */
 /* One AdamW step (decoupled weight decay, bias correction; PyTorch's torch.optim.AdamW) over n
  * parameters with their first and second moment buffers. step is the 1-based step number after
- * this update. Parameters without a gradient are skipped. */
-MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, int n,
-                            int64_t step, double lr, double beta1, double beta2, double eps,
+ * this update. decay (NULL = all) says per parameter whether weight decay applies (Hugging Face
+ * excludes biases and norm weights). Parameters without a gradient are skipped. */
+MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay,
+                            int n, int64_t step, double lr, double beta1, double beta2, double eps,
                             double weight_decay);
+/* A printable rendering of t's values (libtorch's operator<<), malloc'd into *out. */
+MT_API mt_err mt_to_string(mt_tensor t, char** out);
 /* Scales gradients so that their global L2 norm is at most max_norm; *total = the norm before. */
 MT_API mt_err mt_clip_grad_norm(mt_tensor* params, int n, double max_norm, double* total);
 

@@ -1,5 +1,6 @@
 // tensor.cpp: creating tensors, copying data in and out, metadata, device and dtype moves.
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 #include "shim_internal.h"
@@ -132,6 +133,14 @@ mt_err mt_fill_(mt_tensor h, double value) {
   MT_BEGIN
   at::Tensor& t = mt::T(h);
   t.fill_(mt::scalar_for(t, value));
+  MT_END
+}
+
+mt_err mt_to_string(mt_tensor h, char** out) {
+  MT_BEGIN
+  std::ostringstream os;
+  os << mt::T(h);
+  *out = mt::errmsg(os.str().c_str());
   MT_END
 }
 
