@@ -60,7 +60,13 @@ func testModel(t *testing.T, arch string, tied bool, seed uint64) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := torch.NewGenerator(seed, m.Device)
+	perturbBiases(t, m)
+	return m
+}
+
+// perturbBiases adds noise to every 1-d weight (norms and biases), which HF init leaves at 1 and 0.
+func perturbBiases(t *testing.T, m *Model) {
+	g := torch.NewGenerator(uint64(m.NumParameters()), m.Device)
 	defer g.Close()
 	torch.NoGrad(func() {
 		for _, p := range m.Parameters() {
@@ -69,7 +75,6 @@ func testModel(t *testing.T, arch string, tied bool, seed uint64) *Model {
 			}
 		}
 	})
-	return m
 }
 
 // randomSeqs draws sequences of the given lengths over [0, vocab).
