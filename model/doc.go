@@ -33,6 +33,7 @@
 // # Training (the trainer's API)
 //
 //	b, _ := model.NewBatch(seqs, packed)                  // per-token tensors are [rows, cols]
+//	b.ScoreFrom = promptLens                               // optional: no head work on prompts
 //	m.SetTrainable(true)
 //	p, _ := m.Train(b, model.ForwardOptions{Temperature: T, Entropy: true, Checkpoint: true})
 //	loss := f(p.LogProbs, p.Entropy, b.Tensor(mask), ...)  // any scalar built from them
@@ -40,9 +41,11 @@
 //	old, _ := m.LogProbs(b, opts)                          // no-grad scoring (old / reference policy)
 //
 // LogProbs[r, c] is log p(token | earlier tokens of its sequence) at the token's own position (0 at
-// each sequence's first token and at padding), after dividing the logits by the temperature. The
-// head runs ChunkTokens rows at a time in the forward pass and again, chunk by chunk, in the backward
-// pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+// each sequence's first token, before ScoreFrom, and at padding), after dividing the logits by the
+// temperature. The head runs ChunkTokens rows at a time in the forward pass and again, chunk by
+// chunk, in the backward pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+// ForwardOptions.Hidden adds the final hidden states (with gradients in Train) for a value head.
+// Batch.Tensor and Batch.Values move per-token Go values (masks, advantages) in and out of the layout.
 //
 // # Generation (the rollout engine's API)
 //
