@@ -11,6 +11,10 @@ import (
 // Rows may have different numbers of new tokens (a prompt being prefilled next to sequences decoding
 // one token each); they are right-padded internally and masked. Slots must be distinct. Runs without
 // gradients.
+//
+// Cost: when slots are an ascending run (k, k+1, ...) every layer reads its cache in place; otherwise
+// it first gathers the rows of those slots (a copy of [len(slots), kv_heads, longest, head_dim] per
+// layer), so an engine that hands out the lowest free slot and sorts each step's slots pays least.
 func (m *Model) Extend(c *KVCache, slots []int, tokens [][]int32) (logits *torch.Tensor, err error) {
 	defer torch.Recover(&err)
 	if len(slots) == 0 || len(slots) != len(tokens) {
