@@ -1,0 +1,125 @@
+package rollout
+
+import (
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/env"
+)
+
+// Trajectory is one finished episode: what the trainer trains on. Each Turn is its own sample
+// (its context masked, its output trained); Reward and the turn rewards come from the
+// environment's Rubric.
+type Trajectory struct {
+	// Index is the episode's position in the Run input; Group its GRPO group.
+	Index, Group int
+	Task         env.Task
+	Turns        []*Turn
+	// Score is the Rubric's verdict (Reward, TurnRewards per action turn, TurnReward, Metrics).
+	Score  env.Score
+	Reward float64
+	// End says why the episode stopped: EndDone (the environment ended it), EndMaxTurns,
+	// EndContextBudget (the next context did not fit), EndError (Err says what).
+	End string
+	Err error
+	// ActionTurns counts the turns the environment saw (summary turns excluded).
+	ActionTurns int
+	// MaxContextTokens is max_t |c_t| over action turns (the reward input of condensed-context
+	// GRPO); ContextTokens and OutputTokens are totals over all turns.
+	MaxContextTokens, ContextTokens, OutputTokens int
+	Profile                                       EpisodeProfile
+}
+
+// How episodes end.
+const (
+	EndDone          = "done"
+	EndMaxTurns      = "max_turns"
+	EndContextBudget = "context_budget"
+	EndError         = "error"
+)
+
+// Turn kinds.
+const (
+	KindAction  = "action"  // the model acts in the environment
+	KindSummary = "summary" // the model summarises its history (summary condenser)
+)
+
+// Span is a run of a turn's tokens [Start, End) (indices into Context ++ Output) with the loss mask
+// it was declared with when appended.
+type Span struct {
+	Start, End int
+	Kind       string // "context", "output"
+	Trained    bool
+}
+
+// Turn is one (c_t, o_t) sample.
+type Turn struct {
+	Kind    string
+	Context []int32 // c_t exactly as the model saw it
+	Output  []int32 // o_t exactly as generated (a final stop token included)
+	// LogProbs and TemperedLogProbs are the sampler's per-token log-probs of Output (see Result).
+	LogProbs, TemperedLogProbs []float32
+	Spans                      []Span
+	// Text is the decoded output handed to the environment; Finish why generation stopped.
+	Text   string
+	Finish FinishReason
+	// Messages is the context before rendering (what the condenser chose).
+	Messages []env.Message
+	// Step is what the environment returned (action turns): the parsed assistant message (tool
+	// calls), tool results and feedback, Done and Info.
+	Step env.StepResult
+	// Reward is the Rubric's turn reward of this turn (action turns).
+	Reward float64
+	Timing TurnTiming
+}
+
+// TurnTiming is where a turn's time went.
+type TurnTiming struct {
+	Condense time.Duration // condenser, chat template and tokenisation (a summary turn: its own)
+	Queue    time.Duration // waiting for a slot in the engine
+	Generate time.Duration // from submission to the last token (Queue included)
+	Env      time.Duration // env.Step: parsing, tools, feedback
+}
+
+// appendSpan adds ids to the turn with the mask they get in training. Every token of a turn goes
+// through here, so no span exists without a declared mask.
+func (t *Turn) appendSpan(ids []int32, kind string, trained bool) {
+	start := len(t.Context) + len(t.Output)
+	if kind == "context" {
+		t.Context = append(t.Context, ids...)
+	} else {
+		t.Output = append(t.Output, ids...)
+	}
+	t.Spans = append(t.Spans, Span{Start: start, End: start + len(ids), Kind: kind, Trained: trained})
+}
+
+// Tokens is the sample's sequence: Context followed by Output.
+func (t *Turn) Tokens() []int32 {
+	return append(append(make([]int32, 0, len(t.Context)+len(t.Output)), t.Context...), t.Output...)
+}
+
+// Mask is the loss mask over Tokens (true = trained), from the spans.
+func (t *Turn) Mask() []bool {
+	m := make([]bool, len(t.Context)+len(t.Output))
+	for _, s := range t.Spans {
+		for i := s.Start; i < s.End; i++ {
+			m[i] = s.Trained
+		}
+	}
+	return m
+}
+
+// Trained reports whether any token of the turn is trained.
+func (t *Turn) Trained() bool {
+	for _, s := range t.Spans {
+		if s.Trained && s.End > s.Start {
+			return true
+		}
+	}
+	return false
+}
+
+// EpisodeProfile sums an episode's time by phase.
+type EpisodeProfile struct {
+	Generate, Queue, Env, Condense, Reward, Reset time.Duration
+	Wall                                          time.Duration
+}
