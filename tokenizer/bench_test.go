@@ -60,9 +60,12 @@ func BenchmarkEncodeBatch(b *testing.B) {
 			tk := loadModel(b, name)
 			b.SetBytes(corpusBytes(docs))
 			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "goroutines")
+			b.ResetTimer()
+			cpu0 := cpuSeconds()
 			for i := 0; i < b.N; i++ {
 				tk.EncodeBatch(docs, false)
 			}
+			b.ReportMetric((cpuSeconds()-cpu0)/b.Elapsed().Seconds(), "cpus-busy")
 		})
 	}
 }

@@ -65,6 +65,9 @@ func (m *bpe) encodePiece(dst []int, piece string, byteInput bool) []int {
 	if piece == "" {
 		return dst
 	}
+	if len(piece) == 1 && byteInput && m.byteIDs[piece[0]] >= 0 && m.prefix == "" && m.suffix == "" {
+		return append(dst, int(m.byteIDs[piece[0]])) // one byte: nothing to merge or cache
+	}
 	cacheable := len(piece) < maxCachedPiece
 	if cacheable {
 		if ids, ok := m.cache.get(piece); ok {

@@ -47,18 +47,26 @@ func (u unicodeNormalizer) normalize(s string) string {
 // composed with package norm, which never meets long runs there. Characters of
 // rustUnassigned are left alone, as the Rust normalizer does.
 func slowNormalize(s string, form norm.Form) string {
-	decomp := norm.NFD
+	// Below U+00C0 nothing has a canonical decomposition; below U+00A0 nothing has a
+	// compatibility one.
+	decomp, plain := norm.NFD, rune(0xC0)
 	if form == norm.NFKC || form == norm.NFKD {
-		decomp = norm.NFKD
+		decomp, plain = norm.NFKD, 0xA0
 	}
-	var seq []rune
+	seq := make([]rune, 0, len(s))
+	var one [utf8.UTFMax]byte
+	var buf []byte
 	for _, r := range s {
-		if !rustKnows(r) {
+		if r < plain || !rustKnows(r) {
 			seq = append(seq, r)
 			continue
 		}
-		for _, d := range decomp.String(string(r)) {
+		n := utf8.EncodeRune(one[:], r)
+		buf = decomp.Append(buf[:0], one[:n]...)
+		for len(buf) > 0 {
+			d, size := utf8.DecodeRune(buf)
 			seq = append(seq, d)
+			buf = buf[size:]
 		}
 	}
 	ccc := make([]uint8, len(seq))
@@ -136,9 +144,12 @@ func primaryComposite(a, b rune) (rune, bool) {
 	if !rustKnows(a) || !rustKnows(b) {
 		return 0, false
 	}
-	s := norm.NFC.String(string([]rune{a, b}))
-	r, n := utf8.DecodeRuneInString(s)
-	if n == len(s) && r != utf8.RuneError && rustKnows(r) {
+	var in, out [2 * utf8.UTFMax]byte
+	n := utf8.EncodeRune(in[:], a)
+	n += utf8.EncodeRune(in[n:], b)
+	res := norm.NFC.Append(out[:0], in[:n]...)
+	r, size := utf8.DecodeRune(res)
+	if size == len(res) && r != utf8.RuneError && rustKnows(r) {
 		return r, true
 	}
 	return 0, false

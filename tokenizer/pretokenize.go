@@ -35,6 +35,11 @@ func (st *splitStep) split(s string, emit func(string)) {
 	if s == "" {
 		return
 	}
+	if sc, ok := st.m.(scanner); ok && st.behavior == behaviorIsolated && !st.invert {
+		// The known patterns match every character, so there are no gaps to emit.
+		sc.each(s, func(start, end int) { emit(s[start:end]) })
+		return
+	}
 	matches := st.m.find(s, nil)
 	if st.behavior == behaviorIsolated && !st.invert {
 		prev := 0

@@ -67,6 +67,12 @@ type scanner struct {
 }
 
 func (sc scanner) find(s string, dst []span) []span {
+	sc.each(s, func(start, end int) { dst = append(dst, span{start, end}) })
+	return dst
+}
+
+// each calls fn for every match in order, without collecting them.
+func (sc scanner) each(s string, fn func(start, end int)) {
 	for i := 0; i < len(s); {
 		var end int
 		if sc.gpt2 {
@@ -76,13 +82,11 @@ func (sc scanner) find(s string, dst []span) []span {
 		}
 		if end <= i { // cannot happen for these patterns: every character matches something
 			_, n := utf8.DecodeRuneInString(s[i:])
-			i += n
-			continue
+			end = i + n
 		}
-		dst = append(dst, span{i, end})
+		fn(i, end)
 		i = end
 	}
-	return dst
 }
 
 // foldASCII is the case-insensitive match used by (?i:...) for the contraction letters:

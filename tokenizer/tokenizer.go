@@ -186,7 +186,7 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 // invalid sequence with U+FFFD (the Rust library only accepts valid strings).
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
 	text = toValidUTF8(text)
-	ids := make([]int, 0, len(text)/4+4)
+	ids := make([]int, 0, len(text)/3+8)
 	segs := t.added.split(nil, text, t.added.raw)
 	for _, sg := range segs {
 		if sg.id >= 0 {
