@@ -18,6 +18,7 @@ type Tensor struct {
 	h     C.mt_tensor
 	scope *scopeData
 	slot  int
+	meta  *Info // shape, dtype, device: fixed for a handle, fetched once
 }
 
 // wrap registers a new handle in the innermost scope.
@@ -104,15 +105,26 @@ func (t *Tensor) Info() Info {
 		RequiresGrad: rg != 0, Contiguous: contig != 0}
 }
 
-// Shape is the size of every dimension.
-func (t *Tensor) Shape() []int64 { return t.Info().Shape }
+// fixed returns the metadata no op of this package can change for a handle (shape, dtype,
+// device, numel), fetching it on first use.
+func (t *Tensor) fixed(op string) *Info {
+	t.handle(op)
+	if t.meta == nil {
+		i := t.Info()
+		t.meta = &i
+	}
+	return t.meta
+}
+
+// Shape is the size of every dimension (a copy the caller may modify).
+func (t *Tensor) Shape() []int64 { return append([]int64(nil), t.fixed("Shape").Shape...) }
 
 // Dim is the number of dimensions.
-func (t *Tensor) Dim() int { return len(t.Info().Shape) }
+func (t *Tensor) Dim() int { return len(t.fixed("Dim").Shape) }
 
 // Size is the size of dimension d (negative counts from the end).
 func (t *Tensor) Size(d int) int64 {
-	s := t.Shape()
+	s := t.fixed("Size").Shape
 	if d < 0 {
 		d += len(s)
 	}
@@ -123,13 +135,13 @@ func (t *Tensor) Size(d int) int64 {
 }
 
 // Numel is the number of elements.
-func (t *Tensor) Numel() int64 { return t.Info().Numel }
+func (t *Tensor) Numel() int64 { return t.fixed("Numel").Numel }
 
 // DType is the element type.
-func (t *Tensor) DType() DType { return t.Info().DType }
+func (t *Tensor) DType() DType { return t.fixed("DType").DType }
 
 // Device is where the tensor lives.
-func (t *Tensor) Device() Device { return t.Info().Device }
+func (t *Tensor) Device() Device { return t.fixed("Device").Device }
 
 // String describes the tensor (not its values), e.g. "Tensor[2 3] float32 cpu".
 func (t *Tensor) String() string {
