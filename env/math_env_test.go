@@ -136,6 +136,16 @@ func TestCalcMultToolPolicy(t *testing.T) {
 		t.Fatalf("score %+v", s)
 	}
 	wantMetric(t, s, "turn_reward/tool_success", 0.5) // mean over 2 turns
+	// Same tool use, wrong final answer: outcome 0, the turn credit stays (R_turn = 2).
+	wrong := func(turn int, h []Message) string {
+		if turn == 0 {
+			return toolUser(0, h)
+		}
+		return "#### 1"
+	}
+	if _, s := episode(t, e.New(), task, wrong); s.Reward != 0 || s.TurnReward != 2 {
+		t.Fatalf("wrong answer: %+v", s)
+	}
 	if len(e.New().(*ChatEnv).Tools.Specs()) != 1 {
 		t.Fatal("calc_mult lists one tool")
 	}

@@ -126,3 +126,21 @@ func TestParseSkipsReasoning(t *testing.T) {
 		t.Fatalf("plain: %+v", p)
 	}
 }
+
+// The JSON shapes are the ones Hugging Face chat templates and the OpenAI API use.
+func TestMessageJSONShape(t *testing.T) {
+	p := ParseToolCalls(`Checking.<tool_call>{"name": "calculator", "arguments": {"expression": "2*3", "b": 1}}</tool_call>`)
+	p.Calls[0].ID = "call_0_0"
+	m := []Message{
+		{Role: RoleAssistant, Content: p.Content, ToolCalls: p.Calls},
+		{Role: RoleTool, Name: "calculator", ToolCallID: "call_0_0", Content: "6"},
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"role":"assistant","content":"Checking.","tool_calls":[{"id":"call_0_0","type":"function","function":{"name":"calculator","arguments":{"expression":"2*3","b":1}}}]},{"role":"tool","content":"6","tool_call_id":"call_0_0","name":"calculator"}]`
+	if string(b) != want {
+		t.Fatalf("got\n%s\nwant\n%s", b, want)
+	}
+}
