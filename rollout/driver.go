@@ -152,6 +152,9 @@ func (r *run) work(fn func() func()) {
 
 func (r *run) loop() error {
 	for r.left > 0 {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
 		if err := r.drain(false); err != nil {
 			return err
 		}

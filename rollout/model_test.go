@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -126,6 +128,64 @@ func TestEngineSampledLogProbsMatchTrainer(t *testing.T) {
 		// last slot, then its other 2 samples share a second prefill when slots free up (1 copy).
 		if e.Stats().Forks != 3 {
 			t.Errorf("%d forks, want 3", e.Stats().Forks)
+		}
+		return nil
+	})
+}
+
+// Multi-turn episodes of guess_number driven by the tiny model through the real engine: every
+// episode runs to the environment's end (7 turns of random text), every turn's context is the
+// rendering of the messages the condenser chose, outputs carry their log-probs, and the four
+// copies of each task shared one prefill on the first turn.
+func TestDriverTinyModelGuessNumber(t *testing.T) {
+	e := openEnv(t, "guess_number", env.Config{})
+	ts := tasks(t, e, 2, 1)
+	tok := tiny(t)
+	onTorch(t, func() error {
+		m := tinyModel(t, 6)
+		defer m.Close()
+		b, err := NewModelBackend(m, 8, 1024, tok.EOSIDs()...)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		eng, _ := NewEngine(b, tok, Config{})
+		d, err := NewDriver(eng, tok, DriverConfig{Sampling: Sampling{Temperature: 1, MaxNewTokens: 12}, Condenser: LastN{N: 2}, Seed: 3})
+		if err != nil {
+			return err
+		}
+		var eps []Episode
+		for g, task := range ts {
+			for range 4 {
+				eps = append(eps, Episode{Env: e.New(), Task: task, Group: g})
+			}
+		}
+		trajs, prof, err := d.Run(context.Background(), eps)
+		if err != nil {
+			return err
+		}
+		for i, tr := range trajs {
+			if tr.End != EndDone || tr.ActionTurns != 7 || tr.Err != nil {
+				t.Errorf("trajectory %d: end %s, %d turns, %v", i, tr.End, tr.ActionTurns, tr.Err)
+				continue
+			}
+			start, _ := e.New().Reset(context.Background(), tr.Task)
+			rend, _ := NewRenderer(tok, start.Tools, nil)
+			for k, tu := range tr.Turns {
+				ids, _ := rend.IDs(tu.Messages)
+				if !sameIDs(ids, tu.Context) || len(tu.Output) == 0 || len(tu.Output) > 12 || len(tu.LogProbs) != len(tu.Output) {
+					t.Errorf("trajectory %d turn %d: context or output malformed", i, k)
+				}
+			}
+		}
+		// guess_number's prompt does not depend on the secret: all 8 first contexts are the same
+		// and share one prefill (7 copies); with different prompts it would be 2 × 3.
+		want := 6
+		if sameIDs(trajs[0].Turns[0].Context, trajs[4].Turns[0].Context) {
+			want = 7
+		}
+		if prof.Engine.Forks != want {
+			t.Errorf("%d prefix copies, want %d", prof.Engine.Forks, want)
 		}
 		return nil
 	})
