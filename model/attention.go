@@ -4,10 +4,11 @@ import "github.com/mtgrpo/mtgrpo/torch"
 
 // attention is what every layer's attention block needs for one forward pass: the RoPE angles of
 // the batch's positions, the mask, and in generation the KV cache and where the new keys go. It is
-// built once per pass (newAttention, KVCache.step) and shared by all layers.
+// built once per pass (newAttention; Extend adds the cache) and shared by all layers.
 type attention struct {
 	cos, sin *torch.Tensor // [B, 1, T, D] in the model dtype
 	mask     *torch.Tensor // bool [B, 1, T, Tk], true = may attend; nil means plain causal
+	segments [][2]int64    // packed batches: (start, length) of each sequence, attended separately
 	cache    *KVCache      // nil outside generation
 	write    *cacheWrite
 }
@@ -39,7 +40,17 @@ func (a *attention) cached(layer int, k, v *torch.Tensor) (*torch.Tensor, *torch
 }
 
 // attend is softmax(q kᵀ/√D + mask) v with grouped-query heads, merged back to [B, T, heads·D].
+// A packed batch attends causally within each sequence's segment: no [T, T] mask, work and memory
+// proportional to Σ len² instead of (Σ len)², and the flash kernel on CUDA.
 func (a *attention) attend(q, k, v *torch.Tensor) *torch.Tensor {
+	if a.segments != nil {
+		outs := make([]*torch.Tensor, len(a.segments))
+		for i, sg := range a.segments {
+			outs[i] = torch.ScaledDotProductAttention(q.Narrow(2, sg[0], sg[1]), k.Narrow(2, sg[0], sg[1]),
+				v.Narrow(2, sg[0], sg[1]), torch.AttentionOpts{Causal: true})
+		}
+		return mergeHeads(torch.Cat(outs, 2))
+	}
 	o := torch.AttentionOpts{Mask: a.mask, Causal: a.mask == nil}
 	return mergeHeads(torch.ScaledDotProductAttention(q, k, v, o))
 }

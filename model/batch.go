@@ -9,9 +9,10 @@ import (
 // Batch is a set of token sequences laid out for one training or scoring forward pass.
 //
 // Padded (the default): one row per sequence, right-padded to the longest, [B, T]; a sequence
-// attends causally to its own tokens only. Packed: all sequences end to end in one row, [1, ΣT],
-// with position ids restarting at 0 for each sequence and a block-diagonal causal mask, so no
-// compute is spent on padding. Per-token results (log-probs, entropies) come back as float32
+// attends causally to its own tokens only (through a [B, 1, T, T] mask unless all lengths are
+// equal). Packed: all sequences end to end in one row, [1, ΣT], with position ids restarting at 0
+// for each sequence and causal attention within each sequence (attended segment by segment, so no
+// mask at all and no compute spent on padding). Per-token results (log-probs, entropies) come back as float32
 // tensors in the same [rows, cols] layout; Tensor and Values convert between that layout and
 // per-sequence Go slices.
 type Batch struct {
@@ -88,8 +89,8 @@ func (b *Batch) full() bool {
 }
 
 // mask is the bool attention mask [rows, 1, cols, cols]: token i attends to token j iff both belong
-// to the same sequence and j <= i. Padding rows attend to their row's first token, so no softmax row
-// is empty (their outputs are never read).
+// to the same sequence and j <= i (block-diagonal when packed). Padding rows attend to their row's
+// first token, so no softmax row is empty (their outputs are never read).
 func (b *Batch) mask() []bool {
 	seq := make([]int, b.rows*b.cols) // sequence index of every cell, -1 at padding
 	for i := range seq {

@@ -51,23 +51,32 @@ func trainStep(tb testing.TB, m *Model, b *Batch, checkpoint bool) {
 }
 
 // BenchmarkTrainStep: forward + backward tokens/s on the tiny model, 8 sequences of 128 tokens,
-// with and without layer-wise gradient checkpointing.
+// with and without layer-wise gradient checkpointing; then 8 sequences of mixed lengths (32 to 256,
+// 1,152 tokens) right-padded (mask) and packed (per-sequence segments).
 func BenchmarkTrainStep(b *testing.B) {
-	for _, ckpt := range []bool{false, true} {
-		name := "plain"
-		if ckpt {
-			name = "checkpoint"
-		}
-		b.Run(name, func(b *testing.B) {
+	equal := randomSeqs(1, 563, 128, 128, 128, 128, 128, 128, 128, 128)
+	mixed := randomSeqs(1, 563, 32, 256, 64, 224, 96, 192, 128, 160)
+	for _, bc := range []struct {
+		name       string
+		seqs       [][]int32
+		packed     bool
+		checkpoint bool
+	}{
+		{"plain", equal, false, false},
+		{"checkpoint", equal, false, true},
+		{"mixed-padded", mixed, false, false},
+		{"mixed-packed", mixed, true, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			err := torch.Run(func() error {
 				m := benchModel(b, 0)
 				defer m.Close()
-				batch, _ := NewBatch(randomSeqs(1, 563, 128, 128, 128, 128, 128, 128, 128, 128), false)
-				trainStep(b, m, batch, ckpt) // warm-up
+				batch, _ := NewBatch(bc.seqs, bc.packed)
+				trainStep(b, m, batch, bc.checkpoint) // warm-up
 				b.ResetTimer()
 				start := time.Now()
 				for range b.N {
-					trainStep(b, m, batch, ckpt)
+					trainStep(b, m, batch, bc.checkpoint)
 				}
 				b.ReportMetric(float64(b.N*batch.Tokens())/time.Since(start).Seconds(), "tokens/s")
 				return nil

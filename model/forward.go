@@ -47,9 +47,17 @@ type Output struct {
 	Hidden   *torch.Tensor // [rows, cols, hidden] after the final norm; nil unless ForwardOptions.Hidden
 }
 
-// inputs uploads the ids and the attention state of a batch (checked by checkIDs).
+// inputs uploads the ids and the attention state of a batch (checked by checkIDs): plain causal when
+// every row is one whole sequence, per-sequence segments when packed, a padding mask otherwise.
 func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention) {
 	ids := torch.FromSlice(b.ids, int64(b.rows), int64(b.cols)).ToDevice(m.Device)
+	if b.Packed && len(b.Seqs) > 1 {
+		a := m.newAttention(b.pos, b.rows, b.cols, nil, b.cols)
+		for i, s := range b.Seqs {
+			a.segments = append(a.segments, [2]int64{int64(b.start[i]), int64(len(s))})
+		}
+		return ids, a
+	}
 	var mask []bool
 	if !b.full() {
 		mask = b.mask()
