@@ -42,6 +42,14 @@ func (m *Model) NewKVCache(slots, maxLen int) (c *KVCache, err error) {
 	return c, nil
 }
 
+// KVCacheBytes is the memory NewKVCache(slots, maxLen) takes: K and V for every layer, [slots,
+// kv_heads, max_len, head_dim] each, in the model dtype. Size the cache from a memory budget with it.
+func (m *Model) KVCacheBytes(slots, maxLen int) int64 {
+	c := m.Config
+	return 2 * int64(c.NumHiddenLayers) * int64(slots) * int64(c.KVHeads()) * int64(maxLen) *
+		int64(c.HeadDimension()) * int64(m.DType.Size())
+}
+
 // Slots is the number of sequence slots.
 func (c *KVCache) Slots() int { return len(c.lens) }
 
