@@ -34,6 +34,10 @@ type Isolation struct {
 	Note string
 }
 
+// attr sets up the child: its own process group (killed whole), SIGKILL when the parent dies
+// (Pdeathsig follows the OS thread that started the child; Go keeps its threads alive unless a
+// goroutine exits while locked to one, which the sandbox's callers never do), and the
+// namespaces of the mode.
 func (iso Isolation) attr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if iso.NetNS {
