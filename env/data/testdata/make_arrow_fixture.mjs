@@ -1,3 +1,6 @@
+// Writes verl_gsm8k_arrow.parquet with the Apache Arrow Rust parquet writer (parquet-wasm), as an
+// independent reference for the reader. Run: npm install parquet-wasm@0.8.0 apache-arrow@21.2.0;
+// node make_arrow_fixture.mjs verl_gsm8k_arrow.parquet
 import * as arrow from 'apache-arrow';
 import { createRequire } from 'module';
 const require = createRequire(import.meta.url);

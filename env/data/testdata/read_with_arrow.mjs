@@ -1,3 +1,6 @@
+// Prints the Arrow schema and first prompt of a parquet file as the Arrow Rust reader sees it
+// (checks that files written by env/data read as list<struct<content, role>>).
+// Run: npm install parquet-wasm@0.8.0 apache-arrow@21.2.0; node read_with_arrow.mjs FILE
 import * as arrow from 'apache-arrow';
 import { createRequire } from 'module';
 import fs from 'fs';
