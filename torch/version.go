@@ -10,7 +10,8 @@ import "fmt"
 // BuildInfo describes the libtorch behind the shim.
 type BuildInfo struct {
 	Torch         string // libtorch version, e.g. "1.13.1"
-	CUDAAvailable bool
+	CUDABuilt     bool   // the shim was built against a CUDA libtorch
+	CUDAAvailable bool   // CUDA works (a driver and at least one device)
 	CUDADevices   int
 	ABI           int // the shim ABI version (equal to the one this package was built for)
 }
@@ -21,18 +22,25 @@ func Version() (BuildInfo, error) {
 	var info BuildInfo
 	err := Run(func() error {
 		var buf [64]C.char
-		var avail, n C.int
-		if err := checkErr("Version", C.mt_version(&buf[0], C.size_t(len(buf)), &avail, &n)); err != nil {
+		var built, avail, n C.int
+		if err := checkErr("Version", C.mt_version(&buf[0], C.size_t(len(buf)), &built, &avail, &n)); err != nil {
 			return err
 		}
-		info = BuildInfo{Torch: C.GoString(&buf[0]), CUDAAvailable: avail != 0, CUDADevices: int(n),
-			ABI: int(C.mt_abi_version())}
+		info = BuildInfo{Torch: C.GoString(&buf[0]), CUDABuilt: built != 0, CUDAAvailable: avail != 0,
+			CUDADevices: int(n), ABI: int(C.mt_abi_version())}
 		return nil
 	})
 	return info, err
 }
 
 func (b BuildInfo) String() string {
-	return fmt.Sprintf("libtorch %s, shim ABI %d, CUDA available: %v (%d devices)", b.Torch, b.ABI,
+	s := fmt.Sprintf("libtorch %s, shim ABI %d, CUDA available: %v (%d devices)", b.Torch, b.ABI,
 		b.CUDAAvailable, b.CUDADevices)
+	switch {
+	case b.CUDABuilt && !b.CUDAAvailable:
+		s += "; the shim was built for CUDA but no device works (driver? CUDA_VISIBLE_DEVICES?)"
+	case !b.CUDABuilt:
+		s += "; CPU-only shim"
+	}
+	return s
 }

@@ -49,7 +49,6 @@ func version() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("mtgrpo: libtorch %s, shim ABI %d, CUDA available: %v, CUDA devices: %d\n",
-		info.Torch, info.ABI, info.CUDAAvailable, info.CUDADevices)
+	fmt.Println("mtgrpo:", info)
 	return nil
 }

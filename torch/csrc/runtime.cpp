@@ -127,9 +127,14 @@ mt_err mt_claim_thread(void) {
 
 int mt_on_torch_thread(void) { return mt::check_thread() == nullptr ? 1 : 0; }
 
-mt_err mt_version(char* buf, size_t cap, int* cuda_available, int* cuda_devices) {
+mt_err mt_version(char* buf, size_t cap, int* cuda_built, int* cuda_available, int* cuda_devices) {
   MT_BEGIN
   std::snprintf(buf, cap, "%s", TORCH_VERSION);
+#ifdef MTGRPO_CUDA
+  *cuda_built = 1;
+#else
+  *cuda_built = 0;
+#endif
   *cuda_available = at::hasCUDA() ? 1 : 0;
 #ifdef MTGRPO_CUDA
   *cuda_devices = at::hasCUDA() ? mt::cuda_device_count() : 0;

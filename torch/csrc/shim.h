@@ -52,8 +52,9 @@ enum { MT_F32 = 0, MT_F16 = 1, MT_BF16 = 2, MT_I64 = 3, MT_I32 = 4, MT_U8 = 5, M
 MT_API int mt_abi_version(void);
 MT_API mt_err mt_claim_thread(void);
 MT_API int mt_on_torch_thread(void);
-/* libtorch version ("1.13.1"), whether CUDA works, how many CUDA devices. */
-MT_API mt_err mt_version(char* buf, size_t cap, int* cuda_available, int* cuda_devices);
+/* libtorch version ("1.13.1"), whether the shim was built for CUDA, whether CUDA works, how many
+ * CUDA devices. */
+MT_API mt_err mt_version(char* buf, size_t cap, int* cuda_built, int* cuda_available, int* cuda_devices);
 /* handles created and not yet freed (all threads). */
 MT_API int64_t mt_live_tensors(void);
 MT_API mt_err mt_free(mt_tensor* hs, size_t n);
