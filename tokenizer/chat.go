@@ -78,12 +78,14 @@ func chatEnvironment() *exec.Environment {
 	ctx.Set("strftime_now", func(format string) string {
 		return strftime(time.Now(), format)
 	})
+	methods := builtins.Methods
+	methods.Dict = orderedDictMethods(builtins.Methods.Dict)
 	return &exec.Environment{
 		Context:           ctx,
 		Filters:           filters,
 		Tests:             builtins.Tests,
 		ControlStructures: builtins.ControlStructures,
-		Methods:           builtins.Methods,
+		Methods:           methods,
 	}
 }
 

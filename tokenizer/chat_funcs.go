@@ -140,3 +140,31 @@ func fallbackChat(t *Tokenizer, messages []any, addGenerationPrompt bool) string
 	}
 	return b.String()
 }
+
+// orderedDictMethods keeps gonja's dict methods but makes keys(), values() and items()
+// follow insertion order, as Python's dict does (gonja sorts the keys).
+func orderedDictMethods(base *exec.MethodSet[map[string]any]) *exec.MethodSet[map[string]any] {
+	set := map[string]exec.Method[map[string]any]{}
+	for _, name := range []string{"get", "pop", "setdefault", "update", "copy", "clear"} {
+		if m, ok := base.Get(name); ok {
+			set[name] = m
+		}
+	}
+	ordered := func(pick func(k, v *exec.Value) any) exec.Method[map[string]any] {
+		return func(_ map[string]any, self *exec.Value, args *exec.VarArgs) (any, error) {
+			if err := args.Take(); err != nil {
+				return nil, exec.ErrInvalidCall(err)
+			}
+			out := []any{}
+			self.Iterate(func(_, _ int, k, v *exec.Value) bool {
+				out = append(out, pick(k, v))
+				return true
+			}, func() {})
+			return out, nil
+		}
+	}
+	set["keys"] = ordered(func(k, _ *exec.Value) any { return k.Interface() })
+	set["values"] = ordered(func(_, v *exec.Value) any { return v.Interface() })
+	set["items"] = ordered(func(k, v *exec.Value) any { return []any{k.Interface(), v.Interface()} })
+	return exec.NewMethodSet(set)
+}

@@ -154,3 +154,20 @@ func TestFallbackTemplate(t *testing.T) {
 		t.Errorf("fallback: got %q want %q", out, want)
 	}
 }
+
+// Dict methods and the items filter keep insertion order (Python dicts), where gonja sorts.
+func TestDictOrder(t *testing.T) {
+	tk := &Tokenizer{}
+	src := `{% for m in messages %}{% for k, v in m.items() %}{{ k }}={{ v }};{% endfor %}|{{ m.keys()|join(",") }}|` +
+		`{% for k, v in m|items %}{{ k }}{% endfor %}|{{ m.get("zeta") }}|{{ m.get("nope", "dflt") }}{% endfor %}`
+	if err := tk.SetChatTemplate(src); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tk.ApplyChatTemplateJSON([]byte(`[{"zeta": 1, "alpha": "a", "mid": true}]`), ChatOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "zeta=1;alpha=a;mid=True;|zeta,alpha,mid|zetaalphamid|1|dflt"; got != want {
+		t.Errorf("got %q want %q", got, want)
+	}
+}
