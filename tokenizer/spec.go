@@ -20,7 +20,21 @@ type fileSpec struct {
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
-	Model         json.RawMessage `json:"model"`
+	// Model is decoded in the same pass as the rest (it is most of the file); a model of
+	// another type fails that decode or its type check, see modelTypeError.
+	Model *bpeSpec `json:"model"`
+}
+
+// modelTypeError explains a failed decode when the model is not BPE: the fields of other
+// model types (a Unigram vocab is a list) do not fit bpeSpec.
+func modelTypeError(data []byte) error {
+	var probe struct {
+		Model *typed `json:"model"`
+	}
+	if json.Unmarshal(data, &probe) == nil && probe.Model != nil && probe.Model.Type != "" && probe.Model.Type != "BPE" {
+		return fmt.Errorf("model type %q is not supported (only BPE)", probe.Model.Type)
+	}
+	return nil
 }
 
 // typed is the "type" tag every component carries.
@@ -175,14 +189,11 @@ type bpeSpec struct {
 	Merges                  json.RawMessage  `json:"merges"`
 }
 
-func parseModel(raw json.RawMessage) (*bpe, error) {
-	if isNull(raw) {
+func parseModel(spec *bpeSpec) (*bpe, error) {
+	if spec == nil {
 		return nil, fmt.Errorf("model: missing")
 	}
-	var sp bpeSpec
-	if err := json.Unmarshal(raw, &sp); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
+	sp := *spec
 	if sp.Type == "" && sp.Merges != nil {
 		sp.Type = "BPE" // files written before the tag existed
 	}

@@ -74,6 +74,9 @@ func LoadFile(path string) (*Tokenizer, error) {
 func FromJSON(data []byte) (*Tokenizer, error) {
 	var spec fileSpec
 	if err := json.Unmarshal(data, &spec); err != nil {
+		if terr := modelTypeError(data); terr != nil {
+			return nil, terr
+		}
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	if !isNull(spec.Truncation) {
