@@ -14,7 +14,7 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%v", info)
-	if info.Torch == "" || info.ABI != 1 {
+	if info.Torch == "" || info.ABI != ShimABI {
 		t.Errorf("Version() = %+v", info)
 	}
 	if testDevice.IsCUDA() && !info.CUDAAvailable {

@@ -7,6 +7,10 @@ import "C"
 
 import "fmt"
 
+// ShimABI is the version of csrc/shim.h this package was compiled with; the loaded shim library
+// must report the same (checked when the torch thread starts).
+const ShimABI = C.MT_ABI_VERSION
+
 // BuildInfo describes the libtorch behind the shim.
 type BuildInfo struct {
 	Torch         string // libtorch version, e.g. "1.13.1"

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 1
+#define MT_ABI_VERSION 2
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
