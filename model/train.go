@@ -57,7 +57,7 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 			p.last = x
 		})
 	} else {
-		p.last = m.layers(m.embed(ids), a)
+		torch.EnableGrad(func() { p.last = m.layers(m.embed(ids), a) }) // even inside a caller's NoGrad
 	}
 	hidden := int64(m.Config.HiddenSize)
 	p.hflat = p.last.View(-1, hidden).Detach().SetRequiresGrad(true)
@@ -68,7 +68,7 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	}
 	if o.Hidden {
 		// Small ([tokens, hidden]): kept with its graph to hflat rather than recomputed.
-		p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...)
+		torch.EnableGrad(func() { p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...) })
 	}
 	return p, nil
 }
