@@ -17,6 +17,10 @@ type Config struct {
 	// are not stalled by a burst of long prompts (vLLM's max_num_batched_tokens). At least one
 	// prompt is admitted per step whatever its length. 0 means 8192.
 	MaxPrefillTokens int
+	// PassTokens is the cost of one extra forward pass, in padded token positions, when deciding
+	// whether a step's prompts and decodes share one pass (their rows are padded to the longest
+	// prompt) or run as two. 0 means 256.
+	PassTokens int
 }
 
 // Engine is the batched generation engine: a queue of requests, a KV cache of slots, and a step
@@ -58,6 +62,9 @@ func NewEngine(b Backend, tok *tokenizer.Tokenizer, cfg Config) (*Engine, error)
 	}
 	if cfg.MaxPrefillTokens <= 0 {
 		cfg.MaxPrefillTokens = 8192
+	}
+	if cfg.PassTokens <= 0 {
+		cfg.PassTokens = 256
 	}
 	e := &Engine{b: b, tok: tok, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x726f6c6c)),
 		stops: b.StopTokenIDs(), active: make([]*sequence, b.Slots())}

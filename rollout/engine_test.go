@@ -371,3 +371,29 @@ func TestEngineAbort(t *testing.T) {
 		return nil
 	})
 }
+
+// When sharing a pass would pad decoding rows to a long prompt's width, the step runs two passes:
+// the decodes, then the prompts. Outputs are the same. Here one decode row and a 3-token prompt:
+// one pass costs 2 rows × 3 = 6 positions, two cost 1 + 3 + PassTokens (1) = 5.
+func TestEngineSplitsPrefillFromDecode(t *testing.T) {
+	onTorch(t, func() error {
+		m := NewMockModel(64, 2, 32, nextPlusOne(64))
+		e, _ := NewEngine(m, nil, Config{PassTokens: 1})
+		g := func(n int) Sampling { return Sampling{Greedy: true, MaxNewTokens: n} }
+		out, err := e.Generate([]*Request{{Prompt: []int32{10, 11}, Sampling: g(2)}, {Prompt: []int32{20}, Sampling: g(5)},
+			{Prompt: []int32{30, 31, 32}, Sampling: g(3)}})
+		if err != nil {
+			return err
+		}
+		if !sameIDs(out[2][0].Tokens, []int32{33, 34, 35}) || !sameIDs(out[1][0].Tokens, []int32{21, 22, 23, 24, 25}) {
+			t.Errorf("outputs %v %v", out[1][0].Tokens, out[2][0].Tokens)
+		}
+		// Step 1 prefills A (2 tokens) and B (1): 2 rows × 2 = 4 ≤ 2 + 0 + 1, no decodes anyway.
+		// Step 3: B decodes, C (3 tokens) is prefilled: split.
+		if !reflect.DeepEqual(m.Calls[2], MockCall{Slots: []int{1}, New: []int{1}}) ||
+			!reflect.DeepEqual(m.Calls[3], MockCall{Slots: []int{0}, New: []int{3}}) || e.Stats().SplitSteps != 1 {
+			t.Errorf("calls %v, split steps %d", m.Calls, e.Stats().SplitSteps)
+		}
+		return nil
+	})
+}

@@ -31,7 +31,7 @@ var tinyTok = sync.OnceValues(func() (*tokenizer.Tokenizer, error) {
 })
 
 // tiny returns the tiny byte-level tokenizer: ids 0..255 are the bytes themselves.
-func tiny(t *testing.T) *tokenizer.Tokenizer {
+func tiny(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	tok, err := tinyTok()
 	if err != nil {
@@ -77,7 +77,7 @@ func sameIDs(a, b []int32) bool {
 
 // tinyModel is the tiny preset (qwen3, d = 64, 4 layers, the tiny tokenizer's vocabulary) with a
 // larger init range than HF's 0.02, so that greedy choices are not near-ties. Torch thread only.
-func tinyModel(t *testing.T, seed uint64) *model.Model {
+func tinyModel(t testing.TB, seed uint64) *model.Model {
 	t.Helper()
 	tok := tiny(t)
 	cfg, gen, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: tok.VocabSize(), EOS: tok.EOSIDs()})

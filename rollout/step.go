@@ -13,6 +13,7 @@ type Stats struct {
 	DecodeTokens  int           // generated tokens fed back (one per running sequence per step)
 	Generated     int           // tokens sampled
 	Forks         int           // slots filled by copying a prompt's cache instead of a prefill
+	SplitSteps    int           // steps run as two passes (decodes, then prompts)
 	MaxBatch      int           // most sequences in one step
 	Forward       time.Duration // in Backend.Extend (and Fork)
 	Sample        time.Duration // sampling and the device→host copy
@@ -50,7 +51,7 @@ func (e *Engine) step() ([]*Result, error) {
 	defer s.Close()
 
 	t0 := time.Now()
-	logits, err := e.b.Extend(p.slots, p.tokens)
+	logits, err := e.forward(p, decode)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +87,33 @@ func (e *Engine) step() ([]*Result, error) {
 		}
 	}
 	return done, nil
+}
+
+// forward runs the step's rows through the model: in one pass, or, when one pass would pad many
+// decoding rows to a long prompt's width, in two (the decoding rows first, then the prompts), so
+// that a decode row never costs more than a prompt's worth of padding.
+func (e *Engine) forward(p *stepPlan, decode int) (*torch.Tensor, error) {
+	if decode == 0 || decode == len(p.slots) {
+		return e.b.Extend(p.slots, p.tokens)
+	}
+	cols := 0
+	for _, t := range p.tokens[decode:] {
+		cols = max(cols, len(t))
+	}
+	prefill := len(p.slots) - decode
+	if len(p.slots)*cols <= prefill*cols+decode+e.cfg.PassTokens {
+		return e.b.Extend(p.slots, p.tokens)
+	}
+	a, err := e.b.Extend(p.slots[:decode], p.tokens[:decode])
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.b.Extend(p.slots[decode:], p.tokens[decode:])
+	if err != nil {
+		return nil, err
+	}
+	e.stats.SplitSteps++
+	return torch.Cat([]*torch.Tensor{a, b}, 0), nil
 }
 
 func (p *stepPlan) add(slot int, tokens []int32, q *sequence) {
