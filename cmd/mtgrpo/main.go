@@ -28,6 +28,8 @@ func run(args []string) error {
 		return version()
 	case "init":
 		return initModel(args[1:])
+	case "generate":
+		return generate(args[1:])
 	default:
 		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
