@@ -13,18 +13,59 @@ type attention struct {
 	write    *cacheWrite
 }
 
-// newAttention uploads RoPE tables for pos ([rows*cols] position ids) and the mask (nil: causal).
+// newAttention looks up the RoPE angles of pos ([rows*cols] position ids) in the model's table and
+// uploads the mask (nil: causal).
 func (m *Model) newAttention(pos []int32, rows, cols int, mask []bool, keys int) *attention {
 	d := int64(m.Config.HeadDimension())
-	cos, sin := ropeTables(m.invFreq, pos)
+	maxPos := int32(0)
+	for _, p := range pos {
+		maxPos = max(maxPos, p)
+	}
+	m.rope.ensure(m, int(maxPos)+1)
+	idx := make([]int64, len(pos))
+	for i, p := range pos {
+		idx[i] = int64(p)
+	}
+	at := torch.FromSlice(idx).ToDevice(m.Device)
 	a := &attention{
-		cos: torch.FromSlice(cos, int64(rows), 1, int64(cols), d).To(m.Device, m.DType),
-		sin: torch.FromSlice(sin, int64(rows), 1, int64(cols), d).To(m.Device, m.DType),
+		cos: m.rope.cos.IndexSelect(0, at).View(int64(rows), 1, int64(cols), d),
+		sin: m.rope.sin.IndexSelect(0, at).View(int64(rows), 1, int64(cols), d),
 	}
 	if mask != nil {
 		a.mask = torch.FromSlice(mask, int64(rows), 1, int64(cols), int64(keys)).ToDevice(m.Device)
 	}
 	return a
+}
+
+// ropeTable holds cos and sin of every position below its length, [positions, head_dim] in the
+// model dtype on the model's device (computed in float32 in Go, see rope.go). It starts at
+// min(max_position_embeddings, 4096) positions and doubles when a longer sequence comes.
+type ropeTable struct {
+	cos, sin *torch.Tensor
+	n        int
+}
+
+func (r *ropeTable) ensure(m *Model, n int) {
+	if n <= r.n {
+		return
+	}
+	size := max(r.n, 1)
+	for size < n {
+		size *= 2
+	}
+	pos := make([]int32, size)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	cos, sin := ropeTables(m.invFreq, pos)
+	d := int64(m.Config.HeadDimension())
+	r.cos.Free()
+	r.sin.Free()
+	m.scope.With(func() {
+		r.cos = torch.Scoped(func() *torch.Tensor { return torch.FromSlice(cos, int64(size), d).To(m.Device, m.DType) })
+		r.sin = torch.Scoped(func() *torch.Tensor { return torch.FromSlice(sin, int64(size), d).To(m.Device, m.DType) })
+	})
+	r.n = size
 }
 
 // rope rotates q or k [B, H, T, D] by the pass's positions.

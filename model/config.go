@@ -211,7 +211,8 @@ func (c *Config) Validate() error {
 		v    int
 	}{{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize},
 		{"num_hidden_layers", c.NumHiddenLayers}, {"num_attention_heads", c.NumAttentionHeads},
-		{"num_key_value_heads", c.KVHeads()}, {"head_dim", c.HeadDimension()}} {
+		{"num_key_value_heads", c.KVHeads()}, {"head_dim", c.HeadDimension()},
+		{"max_position_embeddings", c.MaxPositionEmbeddings}} {
 		if f.v <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", f.name, f.v)
 		}

@@ -51,6 +51,6 @@ func New(cfg *Config, gen *GenerationConfig, o Options, seed uint64) (m *Model, 
 			host.Free()
 		})
 	}
-	m.tie()
+	m.ready()
 	return m, nil
 }

@@ -93,7 +93,7 @@ func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) 
 		info, _ := ck.Info(w.name)
 		bar.add(info.Numel() * int64(info.DType.Size()))
 	}
-	m.tie()
+	m.ready()
 	return nil
 }
 

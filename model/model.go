@@ -25,7 +25,8 @@ type Model struct {
 	TokenizerDir string
 
 	invFreq []float32    // RoPE inverse frequencies, llama3 scaling applied
-	scope   *torch.Scope // owns the weights
+	rope    ropeTable    // cos / sin by position
+	scope   *torch.Scope // owns the weights and the RoPE table
 }
 
 // decoderLayer is one block of an architecture (LlamaDecoderLayer, Qwen2DecoderLayer,
@@ -115,11 +116,13 @@ func (m *Model) weights() []weight {
 	return w
 }
 
-// tie points the head at the embedding when the config says so (after the weights are filled).
-func (m *Model) tie() {
+// ready finishes a model whose weights are filled: it ties the head to the embedding when the config
+// says so and builds the RoPE table for the first min(max_position_embeddings, 4096) positions.
+func (m *Model) ready() {
 	if m.Config.TieWordEmbeddings {
 		m.LMHead.Weight = m.EmbedTokens
 	}
+	m.rope.ensure(m, max(1, min(m.Config.MaxPositionEmbeddings, 4096)))
 }
 
 // Param is a named trainable tensor.
