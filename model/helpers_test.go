@@ -39,7 +39,7 @@ func testConfig(t *testing.T, arch string, tied bool) *Config {
 	c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers, c.NumAttentionHeads, c.NumKeyValueHeads = 32, 48, 2, 4, 2
 	c.TieWordEmbeddings = tied
 	c.MaxPositionEmbeddings = 16 // the RoPE table starts this small: longer test sequences grow it
-	c.InitializerRange = 0.2 // larger than HF's 0.02 so that logits differ clearly between tokens
+	c.InitializerRange = 0.2     // larger than HF's 0.02 so that logits differ clearly between tokens
 	switch arch {
 	case "qwen3":
 		c.HeadDim = 16
