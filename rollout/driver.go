@@ -90,7 +90,7 @@ func NewDriver(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (*Driv
 // only waits for them when the generator has nothing to do. A cancelled ctx aborts the batch.
 func (d *Driver) Run(ctx context.Context, eps []Episode) ([]*Trajectory, *BatchProfile, error) {
 	r := &run{d: d, ctx: ctx, events: make(chan func(), len(eps)+1), sem: make(chan struct{}, d.cfg.Workers),
-		byReq: map[*Request][]*episode{}, holding: true, start: time.Now()}
+		byReq: map[*Request][]*episode{}, owed: map[*Request]int{}, holding: true, start: time.Now()}
 	if s, ok := d.gen.(interface{ Stats() Stats }); ok {
 		r.stats0 = s.Stats()
 	}
@@ -129,6 +129,7 @@ type run struct {
 	eps      []*episode
 	left     int
 	byReq    map[*Request][]*episode
+	owed     map[*Request]int // samples of a request not yet delivered (they finish in any order)
 	// holding collects the first turns until every episode has its first context, so that the
 	// copies of one task (same context) share one request and one prefill.
 	holding bool
@@ -232,8 +233,9 @@ func (r *run) deliver(res *Result) {
 		return
 	}
 	ep := eps[res.Sample]
-	if res.Sample == len(eps)-1 || res.Request.samples() == 1 {
+	if r.owed[res.Request]--; r.owed[res.Request] == 0 {
 		delete(r.byReq, res.Request)
+		delete(r.owed, res.Request)
 	}
 	ep.generated(res)
 }
@@ -244,7 +246,7 @@ func (r *run) submit(req *Request, eps []*episode) error {
 	if err := r.d.gen.Submit(req); err != nil {
 		return err
 	}
-	r.byReq[req] = eps
+	r.byReq[req], r.owed[req] = eps, len(eps)
 	return nil
 }
 

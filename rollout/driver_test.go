@@ -128,6 +128,37 @@ func TestDriverScriptedCalcMult(t *testing.T) {
 	}
 }
 
+// shuffled delivers each step's results in reverse order: samples of one request finish in any
+// order in the engine.
+type shuffled struct{ *Scripted }
+
+func (s shuffled) Step() ([]*Result, error) {
+	res, err := s.Scripted.Step()
+	for i, j := 0, len(res)-1; i < j; i, j = i+1, j-1 {
+		res[i], res[j] = res[j], res[i]
+	}
+	return res, err
+}
+
+// Samples of a shared first request reach their own episodes whatever order they finish in; the
+// debug writer gets a line per turn and the batch profile.
+func TestDriverOutOfOrderSamplesAndDebug(t *testing.T) {
+	e := openEnv(t, "calc_mult", env.Config{})
+	var buf strings.Builder
+	gen := shuffled{scriptedGen(t, calcPolicy)}
+	trajs := runEpisodes(t, gen, DriverConfig{Debug: &buf}, e, tasks(t, e, 1, 2), 3)
+	for i, tr := range trajs {
+		if tr.End != EndDone || tr.ActionTurns != 2 || tr.Reward != 1 {
+			t.Errorf("trajectory %d: end %s (%v), %d turns, reward %v", i, tr.End, tr.Err, tr.ActionTurns, tr.Reward)
+		}
+	}
+	for _, want := range []string{"episode 2 turn 2: context", "rollout: 3 episodes, 6 action turns", "env + tools"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("debug output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
 var answerRe = regexp.MustCompile(`<answer>(\d+)</answer>`)
 
 // stepPolicy guesses 50 first, then moves by one from the last guess in the context, following

@@ -139,6 +139,11 @@ func (e *Engine) Generate(reqs []*Request) ([][]*Result, error) {
 	out := make([][]*Result, len(reqs))
 	index := map[*Request]int{}
 	for i, r := range reqs {
+		if err := e.check(r); err != nil { // all or nothing: no request stays queued on an error
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+	}
+	for i, r := range reqs {
 		if err := e.Submit(r); err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
