@@ -88,36 +88,22 @@ func (b *Batch) full() bool {
 	return true
 }
 
-// mask is the bool attention mask [rows, 1, cols, cols]: token i attends to token j iff both belong
-// to the same sequence and j <= i (block-diagonal when packed). Padding rows attend to their row's
-// first token, so no softmax row is empty (their outputs are never read).
-func (b *Batch) mask() []bool {
-	seq := make([]int, b.rows*b.cols) // sequence index of every cell, -1 at padding
-	for i := range seq {
-		seq[i] = -1
-	}
-	for i, s := range b.Seqs {
-		o := b.row[i]*b.cols + b.start[i]
-		for t := range s {
-			seq[o+t] = i
+// paddingMask builds, on dev, the bool attention mask [rows, 1, cols, cols] of a padded batch: token
+// i of row r attends to token j iff j <= i and j < len(r). Padding queries (i >= len) still see
+// token 0, so no softmax row is empty (their outputs are never read). Built from the lengths on the
+// device: no host-side [rows, cols, cols] array.
+func (b *Batch) paddingMask(dev torch.Device) *torch.Tensor {
+	return torch.Scoped(func() *torch.Tensor {
+		n := float64(b.cols)
+		i := torch.Arange(0, n, 1, torch.Int64, dev).View(int64(b.cols), 1)
+		j := torch.Arange(0, n, 1, torch.Int64, dev).View(1, int64(b.cols))
+		lens := make([]int64, b.rows)
+		for k, s := range b.Seqs {
+			lens[k] = int64(len(s))
 		}
-	}
-	n := b.cols
-	m := make([]bool, b.rows*n*n)
-	for r := 0; r < b.rows; r++ {
-		for i := 0; i < n; i++ {
-			si := seq[r*n+i]
-			line := m[(r*n+i)*n : (r*n+i+1)*n]
-			if si < 0 {
-				line[0] = true
-				continue
-			}
-			for j := b.start[si]; j <= i; j++ {
-				line[j] = true
-			}
-		}
-	}
-	return m
+		l := torch.FromSlice(lens).ToDevice(dev).View(int64(b.rows), 1, 1, 1)
+		return j.Le(i).And(j.Lt(l)) // [cols, cols] & [rows, 1, 1, cols] → [rows, 1, cols, cols]
+	})
 }
 
 // scored lists, for every scored token (one with a predecessor in its sequence, from ScoreFrom on),

@@ -58,11 +58,11 @@ func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention) {
 		}
 		return ids, a
 	}
-	var mask []bool
+	a := m.newAttention(b.pos, b.rows, b.cols, nil, b.cols)
 	if !b.full() {
-		mask = b.mask()
+		a.mask = b.paddingMask(m.Device)
 	}
-	return ids, m.newAttention(b.pos, b.rows, b.cols, mask, b.cols)
+	return ids, a
 }
 
 // layers runs x through every decoder layer; each layer's temporaries are freed as it returns.
