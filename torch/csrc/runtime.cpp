@@ -27,11 +27,11 @@ char* errmsg(const char* msg) {
   return p;
 }
 
+// pthread_self is a register read: cheap enough for every call.
+bool on_owner() { return g_has_owner.load(std::memory_order_acquire) && pthread_equal(pthread_self(), g_owner); }
+
 char* check_thread() {
-  // pthread_self is a register read: cheap enough for every call.
-  if (g_has_owner.load(std::memory_order_acquire) && pthread_equal(pthread_self(), g_owner)) {
-    return nullptr;
-  }
+  if (on_owner()) return nullptr;
   if (!g_has_owner.load(std::memory_order_acquire)) {
     return errmsg("no torch thread yet: run torch work through torch.Run");
   }
@@ -125,7 +125,7 @@ mt_err mt_claim_thread(void) {
   return nullptr;
 }
 
-int mt_on_torch_thread(void) { return mt::check_thread() == nullptr ? 1 : 0; }
+int mt_on_torch_thread(void) { return mt::on_owner() ? 1 : 0; }
 
 mt_err mt_version(char* buf, size_t cap, int* cuda_built, int* cuda_available, int* cuda_devices) {
   MT_BEGIN

@@ -24,6 +24,8 @@ namespace mt {
 
 // A malloc'd copy of msg (the caller of the entry point frees it).
 char* errmsg(const char* msg);
+// Whether the calling thread is the torch thread.
+bool on_owner();
 // NULL when the calling thread is the torch thread, else a malloc'd message.
 char* check_thread();
 
