@@ -62,15 +62,28 @@ func NewModelBackend(m *model.Model, slots, maxLen int, extra ...int) (*ModelBac
 	return &ModelBackend{M: m, Cache: c, stops: stops}, nil
 }
 
-func (b *ModelBackend) Vocab() int  { return b.M.Config.VocabSize }
-func (b *ModelBackend) Slots() int  { return b.Cache.Slots() }
+// Vocab is the model's vocab_size (the width of its logits).
+func (b *ModelBackend) Vocab() int { return b.M.Config.VocabSize }
+
+// Slots is the number of cache slots.
+func (b *ModelBackend) Slots() int { return b.Cache.Slots() }
+
+// MaxLen is the cache length per slot.
 func (b *ModelBackend) MaxLen() int { return b.Cache.MaxLen }
+
+// Extend runs model.Model.Extend on the cache.
 func (b *ModelBackend) Extend(slots []int, tokens [][]int32) (*torch.Tensor, error) {
 	return b.M.Extend(b.Cache, slots, tokens)
 }
+
+// Fork copies a slot's cache into others.
 func (b *ModelBackend) Fork(src int, dsts ...int) error { return b.Cache.Fork(src, dsts...) }
-func (b *ModelBackend) Reset(slot int)                  { b.Cache.Reset(slot) }
-func (b *ModelBackend) StopTokenIDs() []int             { return b.stops }
+
+// Reset empties a slot.
+func (b *ModelBackend) Reset(slot int) { b.Cache.Reset(slot) }
+
+// StopTokenIDs are the model's eos ids plus the extra ids given to NewModelBackend.
+func (b *ModelBackend) StopTokenIDs() []int { return b.stops }
 
 // Close frees the KV cache (not the model).
 func (b *ModelBackend) Close() { b.Cache.Close() }

@@ -77,10 +77,13 @@ func sameIDs(a, b []int32) bool {
 
 // tinyModel is the tiny preset (qwen3, d = 64, 4 layers, the tiny tokenizer's vocabulary) with a
 // larger init range than HF's 0.02, so that greedy choices are not near-ties. Torch thread only.
-func tinyModel(t testing.TB, seed uint64) *model.Model {
+func tinyModel(t testing.TB, seed uint64) *model.Model { return tinyArch(t, "qwen3", seed) }
+
+// tinyArch is tinyModel of another architecture (llama, qwen2, qwen3).
+func tinyArch(t testing.TB, arch string, seed uint64) *model.Model {
 	t.Helper()
 	tok := tiny(t)
-	cfg, gen, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: tok.VocabSize(), EOS: tok.EOSIDs()})
+	cfg, gen, err := model.PresetConfig(arch, "tiny", &model.Vocab{Size: tok.VocabSize(), EOS: tok.EOSIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}

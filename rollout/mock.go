@@ -30,15 +30,25 @@ func NewMockModel(v, slots, maxLen int, logits func(history []int32) []float32) 
 	return &MockModel{V: v, NumSlots: slots, Len: maxLen, Logits: logits, history: make([][]int32, slots)}
 }
 
-func (m *MockModel) Vocab() int          { return m.V }
-func (m *MockModel) Slots() int          { return m.NumSlots }
-func (m *MockModel) MaxLen() int         { return m.Len }
+// Vocab is V.
+func (m *MockModel) Vocab() int { return m.V }
+
+// Slots is NumSlots.
+func (m *MockModel) Slots() int { return m.NumSlots }
+
+// MaxLen is Len.
+func (m *MockModel) MaxLen() int { return m.Len }
+
+// StopTokenIDs is Stops.
 func (m *MockModel) StopTokenIDs() []int { return m.Stops }
-func (m *MockModel) Reset(slot int)      { m.history[slot] = nil }
+
+// Reset empties a slot's history.
+func (m *MockModel) Reset(slot int) { m.history[slot] = nil }
 
 // History is what slot holds.
 func (m *MockModel) History(slot int) []int32 { return m.history[slot] }
 
+// Extend appends to the slots' histories and returns Logits of each (a CPU tensor).
 func (m *MockModel) Extend(slots []int, tokens [][]int32) (*torch.Tensor, error) {
 	call := MockCall{Slots: append([]int(nil), slots...)}
 	seen := map[int]bool{}
@@ -63,6 +73,7 @@ func (m *MockModel) Extend(slots []int, tokens [][]int32) (*torch.Tensor, error)
 	return torch.FromSlice(out, int64(len(slots)), int64(m.V)), nil
 }
 
+// Fork copies src's history into dsts.
 func (m *MockModel) Fork(src int, dsts ...int) error {
 	for _, d := range dsts {
 		if d == src {

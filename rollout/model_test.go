@@ -24,8 +24,14 @@ func randomPrompts(seed uint64, vocab int, lens ...int) [][]int32 {
 // pass per token, for mixed-length prompts on fewer slots than prompts (so prefills join running
 // decodes and slots are reused); and the batched run equals each prompt generated alone.
 func TestEngineGreedyMatchesFullForward(t *testing.T) {
+	for _, arch := range []string{"qwen3", "qwen2", "llama"} {
+		t.Run(arch, func(t *testing.T) { greedyMatchesFullForward(t, arch) })
+	}
+}
+
+func greedyMatchesFullForward(t *testing.T, arch string) {
 	onTorch(t, func() error {
-		m := tinyModel(t, 1)
+		m := tinyArch(t, arch, 1)
 		defer m.Close()
 		V := m.Config.VocabSize
 		prompts := randomPrompts(2, V, 3, 11, 7, 19, 1)

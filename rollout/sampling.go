@@ -66,10 +66,11 @@ func (s *Sampling) Validate() error {
 	return nil
 }
 
-// greedy reports whether the request takes the argmax: Greedy, or a temperature of exactly 0
-// given together with other settings is treated as greedy only through Greedy (0 means 1).
+// greedy reports whether the request takes the argmax. Only Greedy asks for it: a Temperature of
+// 0 means 1, so that the zero value samples (what RL needs) rather than decoding greedily.
 func (s *Sampling) greedy() bool { return s.Greedy }
 
+// temperature is the divisor of the logits (0 means 1).
 func (s *Sampling) temperature() float64 {
 	if s.Temperature == 0 {
 		return 1
