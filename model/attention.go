@@ -13,28 +13,22 @@ type attention struct {
 	write    *cacheWrite
 }
 
-// newAttention looks up the RoPE angles of pos ([rows*cols] position ids) in the model's table and
-// uploads the mask (nil: causal).
-func (m *Model) newAttention(pos []int32, rows, cols int, mask []bool, keys int) *attention {
+// newAttention looks up the RoPE angles of pos ([rows*cols] position ids) in the model's table; the
+// caller adds a mask, segments or the cache.
+func (m *Model) newAttention(pos []int32, rows, cols int) *attention {
 	d := int64(m.Config.HeadDimension())
 	maxPos := int32(0)
-	for _, p := range pos {
-		maxPos = max(maxPos, p)
-	}
-	m.rope.ensure(m, int(maxPos)+1)
 	idx := make([]int64, len(pos))
 	for i, p := range pos {
+		maxPos = max(maxPos, p)
 		idx[i] = int64(p)
 	}
+	m.rope.ensure(m, int(maxPos)+1)
 	at := torch.FromSlice(idx).ToDevice(m.Device)
-	a := &attention{
+	return &attention{
 		cos: m.rope.cos.IndexSelect(0, at).View(int64(rows), 1, int64(cols), d),
 		sin: m.rope.sin.IndexSelect(0, at).View(int64(rows), 1, int64(cols), d),
 	}
-	if mask != nil {
-		a.mask = torch.FromSlice(mask, int64(rows), 1, int64(cols), int64(keys)).ToDevice(m.Device)
-	}
-	return a
 }
 
 // ropeTable holds cos and sin of every position below its length, [positions, head_dim] in the

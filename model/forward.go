@@ -52,13 +52,13 @@ type Output struct {
 func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention) {
 	ids := torch.FromSlice(b.ids, int64(b.rows), int64(b.cols)).ToDevice(m.Device)
 	if b.Packed && len(b.Seqs) > 1 {
-		a := m.newAttention(b.pos, b.rows, b.cols, nil, b.cols)
+		a := m.newAttention(b.pos, b.rows, b.cols)
 		for i, s := range b.Seqs {
 			a.segments = append(a.segments, [2]int64{int64(b.start[i]), int64(len(s))})
 		}
 		return ids, a
 	}
-	a := m.newAttention(b.pos, b.rows, b.cols, nil, b.cols)
+	a := m.newAttention(b.pos, b.rows, b.cols)
 	if !b.full() {
 		a.mask = b.paddingMask(m.Device)
 	}

@@ -27,7 +27,10 @@ func (m *Model) Extend(c *KVCache, slots []int, tokens [][]int32) (logits *torch
 	torch.NoGrad(func() {
 		// Only the logits outlive the call: a decode loop in one long scope does not pile up inputs.
 		logits = torch.Scoped(func() *torch.Tensor {
-			a := m.newAttention(b.pos, len(slots), b.cols, b.mask, int(b.write.keys))
+			a := m.newAttention(b.pos, len(slots), b.cols)
+			if !b.causal {
+				a.mask = positionMask(b.pos, len(slots), b.cols, b.write.keys, m.Device)
+			}
 			a.cache, a.write = c, b.write.upload(m.Device)
 			ids := torch.FromSlice(b.ids, int64(len(slots)), int64(b.cols)).ToDevice(m.Device)
 			h := m.layers(m.embed(ids), a).View(-1, int64(m.Config.HiddenSize))
@@ -63,14 +66,15 @@ func (m *Model) Decode(c *KVCache, slots []int, tokens []int32) (*torch.Tensor, 
 }
 
 // extendPlan is the host-side layout of one Extend: ids and positions [B, T] (right-padded), the
-// mask [B, 1, T, keys], the cache rows to write, and the flat row of each slot's last new token.
+// attention (causal, or a position mask), the cache rows to write, and the flat row of each slot's
+// last new token.
 type extendPlan struct {
-	cols  int
-	ids   []int64
-	pos   []int32
-	mask  []bool
-	last  []int64
-	write hostWrite
+	cols   int
+	ids    []int64
+	pos    []int32
+	causal bool // every row a fresh prompt of the same length: no mask
+	last   []int64
+	write  hostWrite
 }
 
 type hostWrite struct {
@@ -109,19 +113,13 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 		p.cols = max(p.cols, len(tokens[i]))
 		p.write.keys = max(p.write.keys, int64(c.lens[s]+len(tokens[i])))
 	}
-	B, T, K := len(slots), p.cols, int(p.write.keys)
-	p.ids, p.pos, p.mask = make([]int64, B*T), make([]int32, B*T), make([]bool, B*T*K)
+	B, T := len(slots), p.cols
+	p.ids, p.pos = make([]int64, B*T), make([]int32, B*T)
 	p.write.all = true
 	for i, s := range slots {
 		L, n := c.lens[s], len(tokens[i])
 		for t := 0; t < T; t++ {
 			p.pos[i*T+t] = int32(L + t)
-			// Query t sits at position L+t and sees keys 0..L+t (padding queries see a prefix of
-			// their row too, so no softmax row is empty; their outputs are dropped).
-			line := p.mask[(i*T+t)*K : (i*T+t+1)*K]
-			for j := 0; j <= min(L+t, K-1); j++ {
-				line[j] = true
-			}
 			if t >= n {
 				p.write.all = false
 				continue
@@ -136,7 +134,7 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 		p.write.slots = append(p.write.slots, int64(s))
 	}
 	if fresh(c, slots, tokens) {
-		p.mask = nil // every row is a whole prompt of the same length: plain causal (flash on CUDA)
+		p.causal = true // every row is a whole prompt of the same length: plain causal (flash on CUDA)
 	}
 	p.write.first, p.write.count = int64(slots[0]), int64(B)
 	for i, s := range slots {
@@ -145,6 +143,21 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 		}
 	}
 	return p, nil
+}
+
+// positionMask is the bool mask [B, 1, T, keys] of an Extend, built on dev: query t of row i sits at
+// position pos[i, t] and sees keys 0..pos[i, t] of its slot. Padding queries see a prefix of their
+// row too, so no softmax row is empty (their outputs are dropped).
+func positionMask(pos []int32, rows, cols int, keys int64, dev torch.Device) *torch.Tensor {
+	return torch.Scoped(func() *torch.Tensor {
+		p := make([]int64, len(pos))
+		for i, v := range pos {
+			p[i] = int64(v)
+		}
+		q := torch.FromSlice(p).ToDevice(dev).View(int64(rows), 1, int64(cols), 1)
+		k := torch.Arange(0, float64(keys), 1, torch.Int64, dev).View(1, 1, 1, keys)
+		return k.Le(q)
+	})
 }
 
 // fresh reports an Extend whose rows all start empty and add the same number of tokens.
