@@ -7,6 +7,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 func randomPrompts(seed uint64, vocab int, lens ...int) [][]int32 {
@@ -192,6 +193,43 @@ func TestDriverTinyModelGuessNumber(t *testing.T) {
 		}
 		if prof.Engine.Forks != want {
 			t.Errorf("%d prefix copies, want %d", prof.Engine.Forks, want)
+		}
+		return nil
+	})
+}
+
+// Steps free their tensors: the live tensor count is the same after 10 and after 40 batches of
+// sampled generation with forks and slot reuse.
+func TestEngineDoesNotLeakTensors(t *testing.T) {
+	onTorch(t, func() error {
+		m := tinyModel(t, 2)
+		defer m.Close()
+		b, err := NewModelBackend(m, 4, 64)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		e, _ := NewEngine(b, nil, Config{})
+		prompts := randomPrompts(3, m.Config.VocabSize, 5, 9, 3)
+		batch := func() error {
+			var reqs []*Request
+			for _, p := range prompts {
+				reqs = append(reqs, &Request{Prompt: p, N: 2, Sampling: Sampling{TopP: 0.9, MaxNewTokens: 6, IgnoreEOS: true}})
+			}
+			_, err := e.Generate(reqs)
+			return err
+		}
+		var live []int64
+		for i := range 40 {
+			if err := batch(); err != nil {
+				return err
+			}
+			if i == 9 || i == 39 {
+				live = append(live, torch.LiveTensors())
+			}
+		}
+		if live[0] != live[1] {
+			t.Errorf("live tensors %d after 10 batches, %d after 40", live[0], live[1])
 		}
 		return nil
 	})
