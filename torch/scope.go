@@ -21,17 +21,19 @@ type Scope struct {
 }
 
 // scopeData is what tensors point at. It never points back at the Scope, so a Scope that is
-// dropped without Close can be collected and its cleanup can report the leak.
+// dropped without Close can be collected and its cleanup can report the leak. live and closed are
+// atomic only because that cleanup reads them from the GC's goroutine.
 type scopeData struct {
 	name    string
 	ts      []*Tensor
-	live    int
-	closed  bool
+	live    atomic.Int64
+	closed  atomic.Bool
 	onStack bool
 }
 
-// stack of open scopes; touched only on the torch thread.
-var stack []*scopeData
+// stack of open scopes, innermost last; touched only on the torch thread. It holds the Scope
+// handles, so a scope on the stack is never reported as leaked.
+var stack []*Scope
 
 // leakedScopes counts scopes collected by the GC while still owning tensors.
 var leakedScopes atomic.Int64
@@ -39,9 +41,9 @@ var leakedScopes atomic.Int64
 // NewScope opens a scope on top of the stack. Close it (defer s.Close()) on the torch thread.
 func NewScope() *Scope {
 	mustTorchThread("NewScope")
-	d := &scopeData{name: "scope", onStack: true}
-	stack = append(stack, d)
-	return newScopeHandle(d)
+	s := newScopeHandle(&scopeData{name: "scope", onStack: true})
+	stack = append(stack, s)
+	return s
 }
 
 // NewLongScope makes a scope that is not on the stack, for tensors that outlive any one call:
@@ -59,9 +61,9 @@ func newScopeHandle(d *scopeData) *Scope {
 // reportLeak runs when a Scope was collected; it only reports (freeing here would run libtorch off
 // the torch thread).
 func reportLeak(d *scopeData) {
-	if !d.closed && d.live > 0 {
+	if n := d.live.Load(); !d.closed.Load() && n > 0 {
 		leakedScopes.Add(1)
-		log.Printf("torch: scope %q was garbage-collected without Close: %d tensors leaked", d.name, d.live)
+		log.Printf("torch: scope %q was garbage-collected without Close: %d tensors leaked", d.name, n)
 	}
 }
 
@@ -72,15 +74,15 @@ func LeakedScopes() int64 { return leakedScopes.Load() }
 // after it that are still open (a missing Close in a callee does not leak past its caller).
 func (s *Scope) Close() {
 	d := s.d
-	if d.closed {
+	if d.closed.Load() {
 		return
 	}
 	mustTorchThread("Scope.Close")
 	if d.onStack {
 		for i := len(stack) - 1; i >= 0; i-- {
-			if stack[i] == d {
+			if stack[i] == s {
 				for j := len(stack) - 1; j > i; j-- {
-					stack[j].free()
+					stack[j].d.free()
 				}
 				stack = stack[:i]
 				break
@@ -92,7 +94,7 @@ func (s *Scope) Close() {
 }
 
 func (d *scopeData) free() {
-	hs := make([]C.mt_tensor, 0, d.live)
+	hs := make([]C.mt_tensor, 0, d.live.Load())
 	for _, t := range d.ts {
 		if t != nil && t.h != nil {
 			hs = append(hs, t.h)
@@ -101,8 +103,8 @@ func (d *scopeData) free() {
 		}
 	}
 	d.ts = nil
-	d.live = 0
-	d.closed = true
+	d.live.Store(0)
+	d.closed.Store(true)
 	d.onStack = false
 	if len(hs) > 0 {
 		check("Scope.Close", C.mt_free(&hs[0], C.size_t(len(hs))))
@@ -110,7 +112,7 @@ func (d *scopeData) free() {
 }
 
 // Len is the number of live tensors the scope owns.
-func (s *Scope) Len() int { return s.d.live }
+func (s *Scope) Len() int { return int(s.d.live.Load()) }
 
 // Name is the scope's name (long scopes) or "scope".
 func (s *Scope) Name() string { return s.d.name }
@@ -118,13 +120,13 @@ func (s *Scope) Name() string { return s.d.name }
 // With runs fn with s as the innermost scope, so the tensors fn creates belong to s. s stays open.
 func (s *Scope) With(fn func()) {
 	mustTorchThread("Scope.With")
-	if s.d.closed {
+	if s.d.closed.Load() {
 		errorf("Scope.With", "scope %q is closed", s.d.name)
 	}
-	stack = append(stack, s.d)
+	stack = append(stack, s)
 	defer func() {
 		for i := len(stack) - 1; i >= 0; i-- {
-			if stack[i] == s.d {
+			if stack[i] == s {
 				stack = append(stack[:i], stack[i+1:]...)
 				break
 			}
@@ -137,8 +139,8 @@ func (s *Scope) With(fn func()) {
 func (s *Scope) Keep(ts ...*Tensor) {
 	var parent *scopeData
 	for i := len(stack) - 1; i > 0; i-- {
-		if stack[i] == s.d {
-			parent = stack[i-1]
+		if stack[i] == s {
+			parent = stack[i-1].d
 			break
 		}
 	}
@@ -166,19 +168,19 @@ func current(op string) *scopeData {
 	if len(stack) == 0 {
 		errorf(op, "no open scope: run torch work inside torch.Run")
 	}
-	return stack[len(stack)-1]
+	return stack[len(stack)-1].d
 }
 
 func (d *scopeData) add(t *Tensor) {
 	t.scope = d
 	t.slot = len(d.ts)
 	d.ts = append(d.ts, t)
-	d.live++
+	d.live.Add(1)
 }
 
 func (d *scopeData) remove(t *Tensor) {
 	d.ts[t.slot] = nil
-	d.live--
+	d.live.Add(-1)
 	t.scope = nil
 }
 

@@ -234,3 +234,22 @@ func TestRunFromManyGoroutines(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenStackScopeIsNotALeak: a scope still on the stack is alive even if nobody holds its
+// handle; only its enclosing Close frees it, and the GC never reports it.
+func TestOpenStackScopeIsNotALeak(t *testing.T) {
+	before := LeakedScopes()
+	onTorch(t, func() {
+		outer := NewScope()
+		NewScope() // handle dropped at once
+		Ones([]int64{1}, Float32, CPU)
+		for i := 0; i < 5; i++ {
+			runtime.GC()
+			time.Sleep(5 * time.Millisecond)
+		}
+		outer.Close()
+	})
+	if LeakedScopes() != before {
+		t.Errorf("an open scope on the stack was reported as leaked")
+	}
+}

@@ -30,7 +30,7 @@ func wrap(op string, h C.mt_tensor) *Tensor {
 		errorf(op, "no open scope: run torch work inside torch.Run")
 	}
 	d := current(op)
-	if d.closed {
+	if d.closed.Load() {
 		C.mt_free(&h, 1)
 		errorf(op, "the innermost scope %q is closed (closed inside its own With?)", d.name)
 	}
@@ -62,7 +62,7 @@ func (t *Tensor) Free() {
 // MoveTo transfers ownership to s (e.g. a long-lived scope) and returns t.
 func (t *Tensor) MoveTo(s *Scope) *Tensor {
 	t.handle("MoveTo")
-	if s.d.closed {
+	if s.d.closed.Load() {
 		errorf("MoveTo", "scope %q is closed", s.d.name)
 	}
 	t.moveTo(s.d)
