@@ -65,6 +65,7 @@
 //		}
 //		trajs, prof, err := d.Run(ctx, eps)
 //		for _, tr := range trajs {        // tr.Reward, tr.Score (TurnReward, Metrics), tr.Group
+//			if tr.Err != nil { continue }     // End == EndError: an env or reward failure, not trainable
 //			for _, turn := range tr.Turns {  // one training sample per turn
 //				ids, mask := turn.Tokens(), turn.Mask()  // c_t masked, o_t trained
 //				_ = turn.LogProbs                        // sampler log-probs of turn.Output
