@@ -17,7 +17,7 @@ scripts/build_shim.sh bench >/dev/null
 go test -c -o build/torch.test ./torch
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg), BLAS threads $THREADS"
 build/libtorch_bench
-(cd torch && ../build/torch.test -test.run '^$' -test.bench 'CgoCall|AddSmall|Matmul512|RMSNorm' \
+(cd torch && ../build/torch.test -test.run '^$' -test.bench 'CgoCall|AddSmall|Matmul512|RMSNorm|RoPE' \
   -test.benchtime 0.3s -test.count "$COUNT") >build/bench_torch.txt
 # Best (lowest ns/op, highest rate) of the runs of each benchmark.
 awk '/^Benchmark/ {

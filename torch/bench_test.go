@@ -155,3 +155,40 @@ func BenchmarkSDPAFlashBF16(b *testing.B) {
 		b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 	})
 }
+
+// ropeUnfused is RoPE composed from binding ops: 7 crossings instead of 1.
+func ropeUnfused(x, cos, sin *Tensor) *Tensor {
+	d := x.Size(-1)
+	x1, x2 := x.Narrow(-1, 0, d/2), x.Narrow(-1, d/2, d/2)
+	return x.Mul(cos).Add(Cat([]*Tensor{x2.Neg(), x1}, -1).Mul(sin))
+}
+
+func benchRoPE(b *testing.B, fused bool) {
+	onTorchB(b, func() {
+		g := NewGenerator(1, testDevice)
+		defer g.Close()
+		// One decode step of a 16-head, 64-dim attention layer.
+		x := Randn([]int64{1, 16, 1, 64}, BFloat16, testDevice, g)
+		cos := Randn([]int64{1, 64}, BFloat16, testDevice, g)
+		sin := Randn([]int64{1, 64}, BFloat16, testDevice, g)
+		s := NewScope()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if fused {
+				RoPE(x, cos, sin)
+			} else {
+				ropeUnfused(x, cos, sin)
+			}
+			if i%256 == 255 {
+				s.Close()
+				s = NewScope()
+			}
+		}
+		Synchronize(testDevice)
+		s.Close()
+	})
+}
+
+// RoPE on one decode step, bf16, fused vs composed from ops.
+func BenchmarkRoPEDecodeFused(b *testing.B)   { benchRoPE(b, true) }
+func BenchmarkRoPEDecodeUnfused(b *testing.B) { benchRoPE(b, false) }

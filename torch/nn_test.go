@@ -120,6 +120,14 @@ func TestRoPE(t *testing.T) {
 		c4 := dev(Zeros([]int64{1, 4}, Float32, CPU))
 		s4 := dev(Ones([]int64{1, 4}, Float32, CPU))
 		expectFloats(t, "rope d4", RoPE(y, c4, s4).Float32s(), []float64{-3, -4, 1, 2}, 1e-6)
+		// The fused op equals the same math composed from binding ops (the benchmark's baseline).
+		g := NewGenerator(2, testDevice)
+		defer g.Close()
+		xr := Randn([]int64{2, 4, 3, 8}, BFloat16, testDevice, g)
+		cr, sr := Randn([]int64{3, 8}, BFloat16, testDevice, g), Randn([]int64{3, 8}, BFloat16, testDevice, g)
+		if !Equal(RoPE(xr, cr, sr), ropeUnfused(xr, cr, sr)) {
+			t.Error("fused RoPE differs from the composed ops")
+		}
 		if Do(func() error { RoPE(dev(Ones([]int64{3}, Float32, CPU)), c4, s4); return nil }) == nil {
 			t.Error("odd head dimension accepted")
 		}
