@@ -149,10 +149,18 @@ func fullConfigForKeys() Config {
 // Validate refuses what this package does not implement.
 func ParseConfig(data []byte) (*Config, error) {
 	var probe struct {
-		ModelType string `json:"model_type"`
+		ModelType     string   `json:"model_type"`
+		Architectures []string `json:"architectures"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if probe.ModelType == "" && len(probe.Architectures) == 1 {
+		for mt, a := range architectures { // an old file without model_type: take it from the class
+			if a == probe.Architectures[0] {
+				probe.ModelType = mt
+			}
+		}
 	}
 	if _, ok := architectures[probe.ModelType]; !ok {
 		return nil, fmt.Errorf("model_type %q is not supported (supported: llama, qwen2, qwen3)", probe.ModelType)
@@ -162,6 +170,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("invalid field: %w", err)
 	}
+	c.ModelType = probe.ModelType
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)

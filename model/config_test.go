@@ -156,6 +156,10 @@ func TestConfigDefaults(t *testing.T) {
 	if r, _ := c.Rope(); r.Theta != 10000 {
 		t.Fatalf("default theta %v", r.Theta)
 	}
+	c, err = ParseConfig([]byte(`{"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64}`))
+	if err != nil || c.ModelType != "qwen3" {
+		t.Fatalf("model_type from architectures: %v %v", c, err)
+	}
 	c, err = ParseConfig([]byte(`{"model_type": "qwen2", "num_attention_heads": 16, "num_key_value_heads": null}`))
 	if err != nil || c.KVHeads() != 16 {
 		t.Fatalf("null num_key_value_heads means = heads: %d %v", c.KVHeads(), err)
@@ -180,6 +184,8 @@ func TestConfigRefusals(t *testing.T) {
 		{`{"model_type": "llama", "hidden_size": 0}`, `hidden_size must be positive`},
 		{`{"model_type": "qwen2", "mlp_bias": true}`, `mlp_bias`},
 		{`{"model_type": "llama"`, `invalid JSON`},
+		{`{"model_type": "llama", "hidden_size": "64"}`, `hidden_size`},
+		{`{"architectures": ["GPT2LMHeadModel"]}`, `model_type "" is not supported`},
 	}
 	for _, tc := range cases {
 		_, err := ParseConfig([]byte(tc.json))
