@@ -28,6 +28,7 @@ func testCorpus() []string {
 	add(150, specialMix)   // added tokens inside text
 	add(120, combining)    // runs of combining marks, NFC cases
 	add(60, randomUnicode) // any scalar value but surrogates
+	add(20, recentUnicode) // letters and digits newer than Go's Unicode tables
 	docs = append(docs, adversarial()...)
 	return docs
 }
@@ -290,6 +291,30 @@ func randomUnicode(r *rand.Rand) string {
 			c = 'z'
 		}
 		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// recentRunes are letters and digits assigned in Unicode 15.1 and 16.0 (Kirat Rai, Garay,
+// Egyptian hieroglyphs extended-A, CJK extension I, Tulu-Tigalari), which Oniguruma knows and
+// Go's tables do not.
+var recentRunes = []rune{0x16D43, 0x16D50, 0x16D70, 0x16D71, 0x10D4A, 0x10D50, 0x10D40, 0x10D41,
+	0x13460, 0x13500, 0x2EBF0, 0x2EC00, 0x11380, 0x113A0, 0x1C89, 0xA7CB, 0x1E5D0, 0x1E5F1}
+
+func recentUnicode(r *rand.Rand) string {
+	var b strings.Builder
+	n := 50 + r.IntN(400)
+	for i := 0; i < n; i++ {
+		switch r.IntN(5) {
+		case 0:
+			b.WriteString(" ")
+		case 1:
+			b.WriteString(words[r.IntN(len(words))])
+		case 2:
+			b.WriteByte(byte('0' + r.IntN(10)))
+		default:
+			b.WriteRune(recentRunes[r.IntN(len(recentRunes))])
+		}
 	}
 	return b.String()
 }

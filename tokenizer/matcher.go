@@ -52,8 +52,14 @@ func (l literalMatcher) find(s string, dst []span) []span {
 
 type regexMatcher struct{ re *regexp2.Regexp }
 
+// contractionsCI is the case-insensitive contraction group of GPT-4-style patterns.
+// Oniguruma's (?i) folds ſ (U+017F) to s and regexp2's does not, so it is spelled out.
+const contractionsCI = `(?i:'s|'t|'re|'ve|'m|'ll|'d)`
+
+const contractionsExplicit = `(?:'[sSſ]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])`
+
 func newRegexMatcher(pattern string) (matcher, error) {
-	re, err := regexp2.Compile(pattern, regexp2.None)
+	re, err := regexp2.Compile(strings.ReplaceAll(pattern, contractionsCI, contractionsExplicit), regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("Split pattern %q: %w", pattern, err)
 	}

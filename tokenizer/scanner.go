@@ -25,6 +25,8 @@ const (
 	clsS             // \s (Unicode White_Space, as Oniguruma and Rust use; includes U+0085)
 )
 
+// The classes follow Oniguruma's Unicode 16 tables: see unicode_onig.go.
+
 var asciiClass [128]uint8
 
 func init() {
@@ -56,6 +58,8 @@ func classAt(s string, i int) (rune, uint8, int) {
 		cls = clsN
 	case unicode.IsSpace(r):
 		cls = clsS
+	default:
+		cls = onigClass(r)
 	}
 	return r, cls, n
 }

@@ -2,10 +2,13 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -102,5 +105,68 @@ func TestRustUnicodeTables(t *testing.T) {
 			list = append(list, r)
 		}
 		t.Errorf("%d characters normalise differently; rustUnassigned should gain: %v", len(list), runeRanges(list))
+	}
+}
+
+// TestOnigClassTables finds, through the Rust library, every character its Oniguruma
+// regexes count as \p{L} or \p{N}: a Split(Removed) pre-tokenizer drops the members from a
+// string of all characters of planes 0-3 and 14, and decode shows what is left. The
+// difference from package unicode must be exactly onigExtraLetters / onigExtraNumbers.
+func TestOnigClassTables(t *testing.T) {
+	requireAssets(t)
+	base, err := os.ReadFile("testdata/tiny/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	classes := []struct {
+		re     string
+		inGo   func(rune) bool
+		tables [][2]rune
+	}{{`\p{L}`, unicode.IsLetter, onigExtraLetters}, {`\p{N}`, unicode.IsNumber, onigExtraNumbers}}
+	var paths []string
+	for i, c := range classes {
+		var spec map[string]any
+		if err := json.Unmarshal(base, &spec); err != nil {
+			t.Fatal(err)
+		}
+		spec["normalizer"] = nil
+		spec["pre_tokenizer"] = seq(split(re(c.re), "Removed", false), byteLevel(false, false))
+		data, _ := json.Marshal(spec)
+		p := filepath.Join(dir, fmt.Sprintf("%d.json", i))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	var all []rune
+	for r := rune(0x80); r <= 0xE01EF; r++ {
+		if r >= 0xD800 && r <= 0xDFFF || r >= 0x40000 && r < 0xE0000 {
+			continue
+		}
+		all = append(all, r)
+	}
+	_, texts, err := rustEncode(paths, []string{string(all)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range classes {
+		kept := map[rune]bool{}
+		for _, r := range texts[i][0][0] {
+			kept[r] = true
+		}
+		var extra []rune
+		for _, r := range all {
+			onig := !kept[r]
+			if onig && !c.inGo(r) {
+				extra = append(extra, r)
+			}
+			if !onig && c.inGo(r) {
+				t.Errorf("%s: Go counts %U in, Oniguruma does not", c.re, r)
+			}
+		}
+		if got := runeRanges(extra); !slices.Equal(got, c.tables) {
+			t.Errorf("%s: Oniguruma's extra members are now %#v", c.re, got)
+		}
 	}
 }
