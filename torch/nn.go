@@ -7,7 +7,8 @@ import "C"
 
 // AttentionOpts configures ScaledDotProductAttention.
 type AttentionOpts struct {
-	// Mask broadcasts to [B, H, Tq, Tk]: bool (true = may attend) or float (added to the scores).
+	// Mask broadcasts to [B, H, Tq, Tk]: bool (true = may attend) or float in q's dtype (added to
+	// the scores; PyTorch 2.x rejects other float dtypes).
 	Mask *Tensor
 	// Causal masks future positions, aligned top-left as in PyTorch: query i sees keys 0..i. With
 	// a KV cache (Tq < Tk) pass an explicit Mask instead.
