@@ -35,7 +35,8 @@ var errGoexit = errors.New("torch.Run: the closure called runtime.Goexit (t.Fata
 // Run runs fn on the torch thread inside a fresh Scope, waits for it and returns its error. A torch
 // op failing inside fn (a panic with *Error) comes back as that error; any other panic comes back as
 // an error carrying the stack. Tensors fn creates are freed when fn returns unless fn moved them to
-// a longer-lived scope. Called from the torch thread itself (nested), Run runs fn directly.
+// a longer-lived scope. Called from the torch thread itself (nested), Run runs fn directly; but a
+// closure that waits for another goroutine's Run deadlocks, as that Run queues behind it.
 func Run(fn func() error) error {
 	if C.mt_on_torch_thread() == 1 {
 		return runJob(fn)
