@@ -159,8 +159,26 @@ func primaryComposite(a, b rune) (rune, bool) {
 type lowercaseNormalizer struct{}
 
 func (lowercaseNormalizer) normalize(s string) string {
-	return strings.Map(func(r rune) rune { return unicode.ToLower(r) },
-		strings.ReplaceAll(s, "\u0130", "i\u0307")) // İ lowercases to two characters
+	return strings.Map(lower, strings.ReplaceAll(s, "\u0130", "i\u0307")) // İ lowercases to two characters
+}
+
+// newerLower are the lowercase mappings Rust's tables (Unicode 17) have and Go's (15.0) do
+// not: {first, last, delta}. TestLowercaseTable derives them again from the Rust library.
+var newerLower = [][3]rune{
+	{0x1C89, 0x1C89, 1}, {0xA7CB, 0xA7CB, 0x0264 - 0xA7CB}, {0xA7CC, 0xA7CC, 1}, {0xA7CE, 0xA7CE, 1},
+	{0xA7D2, 0xA7D2, 1}, {0xA7D4, 0xA7D4, 1}, {0xA7DA, 0xA7DA, 1}, {0xA7DC, 0xA7DC, 0x019B - 0xA7DC},
+	{0x10D50, 0x10D65, 0x20}, {0x16EA0, 0x16EB8, 0x1B},
+}
+
+func lower(r rune) rune {
+	if r >= 0x1C89 {
+		for _, m := range newerLower {
+			if r >= m[0] && r <= m[1] {
+				return r + m[2]
+			}
+		}
+	}
+	return unicode.ToLower(r)
 }
 
 // normalizerSequence applies its normalizers in order.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -167,6 +168,48 @@ func TestOnigClassTables(t *testing.T) {
 		}
 		if got := runeRanges(extra); !slices.Equal(got, c.tables) {
 			t.Errorf("%s: Oniguruma's extra members are now %#v", c.re, got)
+		}
+	}
+}
+
+// TestLowercaseTable runs the Rust Lowercase normalizer over every character of planes 0-3
+// and 14 (separated by NUL, since a lowercase can be longer) and compares per character.
+func TestLowercaseTable(t *testing.T) {
+	requireAssets(t)
+	base, err := os.ReadFile("testdata/tiny/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec map[string]any
+	if err := json.Unmarshal(base, &spec); err != nil {
+		t.Fatal(err)
+	}
+	spec["normalizer"] = map[string]any{"type": "Lowercase"}
+	data, _ := json.Marshal(spec)
+	p := filepath.Join(t.TempDir(), "lower.json")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var all []rune
+	var in []rune
+	for r := rune(0x80); r <= 0xE01EF; r++ {
+		if r >= 0xD800 && r <= 0xDFFF || r >= 0x40000 && r < 0xE0000 {
+			continue
+		}
+		all = append(all, r)
+		in = append(in, r, 0)
+	}
+	_, texts, err := rustEncode([]string{p}, []string{string(in)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(texts[0][0][0], "\x00")
+	bad := 0
+	for i, r := range all {
+		if got := (lowercaseNormalizer{}).normalize(string(r)); got != parts[i] {
+			if bad++; bad <= 10 {
+				t.Errorf("lowercase %U: go %+q, rust %+q", r, got, parts[i])
+			}
 		}
 	}
 }
