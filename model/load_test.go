@@ -126,6 +126,18 @@ func TestLoadConvertsDTypes(t *testing.T) {
 		}
 		defer mb.Close()
 		sameWeights(t, m, mb)
+		// "auto" takes config.json's torch_dtype: bfloat16 for the first export.
+		ma, err := Load(dir, Options{Device: testDevice, DType: "auto"})
+		if err != nil {
+			return err
+		}
+		defer ma.Close()
+		if ma.DType != torch.BFloat16 {
+			t.Errorf("auto dtype %s, want bfloat16", ma.DType)
+		}
+		if _, err := Load(dir, Options{DType: "int8"}); err == nil {
+			t.Errorf("dtype int8 accepted")
+		}
 		return nil
 	})
 }

@@ -57,16 +57,21 @@ func shape(dims ...int64) []int64 { return dims }
 // dtype are converted on load.
 type Options struct {
 	Device string // "cpu" (default), "cuda", "cuda:N"
-	DType  string // "float32" (default), "bfloat16", "float16" (CUDA only with Debian's libtorch 1.13)
+	// "float32" (default), "bfloat16", "float16" (CUDA only with Debian's libtorch 1.13), or "auto":
+	// config.json's torch_dtype.
+	DType string
 }
 
-func (o Options) resolve() (torch.Device, torch.DType, error) {
+func (o Options) resolve(c *Config) (torch.Device, torch.DType, error) {
 	dev, dt := torch.CPU, torch.Float32
 	var err error
 	if o.Device != "" {
 		if dev, err = torch.ParseDevice(o.Device); err != nil {
 			return 0, 0, fmt.Errorf("model: device: %w", err)
 		}
+	}
+	if o.DType == "auto" {
+		o.DType, _ = c.StoredDType()
 	}
 	if o.DType != "" {
 		if dt, err = torch.ParseDType(o.DType); err != nil {
@@ -84,7 +89,7 @@ func newModel(c *Config, o Options) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("model: config: %w", err)
 	}
-	dev, dt, err := o.resolve()
+	dev, dt, err := o.resolve(c)
 	if err != nil {
 		return nil, err
 	}
