@@ -20,15 +20,25 @@
 // Model: BPE with both merge formats, ignore_merges, unk/fuse_unk/byte_fallback,
 // continuing_subword_prefix and end_of_word_suffix; merging uses a heap as Word::merge_all
 // does (a linear scan for short words gives the same result faster) and a lock-free word
-// cache. Normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Sequence — with Rust's behaviour kept
-// where Go's differs (no stream-safe U+034F insertion after 30 combining marks; the Rust
-// library's older Unicode tables, see rustUnassigned). Pre-tokenizers: Sequence, Split
-// (Regex or String; Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous;
-// invert), ByteLevel (add_prefix_space, use_regex). The Qwen, Llama 3 and GPT-2 split
-// regexes run on a hand-written scanner; other patterns on regexp2. Added tokens: special
-// or not, lstrip, rstrip, single_word, normalized. Post-processors: ByteLevel,
+// cache. Normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Sequence. Pre-tokenizers: Sequence,
+// Split (Regex or String; Isolated, Removed, MergedWithPrevious, MergedWithNext,
+// Contiguous; invert), ByteLevel (add_prefix_space, use_regex). The Qwen, Llama 3 and GPT-2
+// split regexes run on a hand-written scanner; other patterns on regexp2. Added tokens:
+// special or not, lstrip, rstrip, single_word, normalized. Post-processors: ByteLevel,
 // TemplateProcessing (single sequence), Sequence. Decoder: ByteLevel. Any other component
 // type, BPE dropout, or a non-null truncation is a load error naming it.
+//
+// # Unicode versions
+//
+// Go's tables are Unicode 15.0; the Rust library's differ and each difference is kept as
+// Rust has it, with a table derived from the Rust library by a test: its normalizer is
+// older (characters it does not know neither decompose nor compose: rustUnassigned) and
+// does not insert U+034F after 30 combining marks as package norm does; its regex engine
+// knows Unicode 16 letters and digits (onigExtraLetters, onigExtraNumbers); its lowercase
+// mappings are Unicode 17 (newerLower). One gap remains: patterns that fall back to regexp2
+// use Go's tables, so a character assigned after Unicode 15.0 can split differently there
+// (seen once in 4 MB of random text with DeepSeek V3's \p{S} pattern; GPT-4o's pattern
+// matched everywhere). The Qwen and Llama patterns never use regexp2.
 //
 // # Choices where the reference has none
 //
