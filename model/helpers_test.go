@@ -29,7 +29,9 @@ func onTorch(t *testing.T, fn func() error) {
 
 // testConfig is a small config of arch: hidden 32, 2 layers, 4 heads over 2 KV heads, vocab 61.
 // Qwen3 gets head_dim 16 ≠ hidden/heads = 8 to exercise the explicit head_dim; Llama gets llama3
-// RoPE scaling with a short original context so that every branch of the scaling is used.
+// RoPE scaling with a short original context so that every branch of the scaling is used: at head_dim
+// 8 and θ 5e5 the wavelengths are 6.3, 167, 4443 and 118000, and with an original context of 256 the
+// first is kept (< 64), the second interpolated (64..256), the others divided by the factor.
 func testConfig(t *testing.T, arch string, tied bool) *Config {
 	t.Helper()
 	c, _, err := PresetConfig(arch, "tiny", &Vocab{Size: 61, BOS: 0, EOS: []int{1, 2}})
@@ -45,7 +47,7 @@ func testConfig(t *testing.T, arch string, tied bool) *Config {
 		c.HeadDim = 16
 	case "llama":
 		c.HeadDim = 8
-		c.RopeScaling.OriginalMaxPositionEmbeddings = 64
+		c.RopeScaling.OriginalMaxPositionEmbeddings = 256
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
