@@ -30,6 +30,8 @@ func run(args []string) error {
 		return initModel(args[1:])
 	case "generate":
 		return generate(args[1:])
+	case "demo":
+		return demo(args[1:])
 	default:
 		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
@@ -40,8 +42,12 @@ func usage() {
 
 commands:
   version   libtorch version and CUDA availability
+  demo      the embedded default job on CPU: a tiny model on a built-in task (rollout + rewards)
   init      write a randomly initialised model directory (--arch --preset --seed --out)
-  help      this text`)
+  generate  sample continuations of prompts (--model --prompt [--n --temperature ...])
+  help      this text
+
+Each command takes --help.`)
 }
 
 // version reports the libtorch behind the shim; it fails when the shim library was built from a
