@@ -84,7 +84,7 @@ func chatEnvironment() *exec.Environment {
 		Context:           ctx,
 		Filters:           filters,
 		Tests:             builtins.Tests,
-		ControlStructures: builtins.ControlStructures,
+		ControlStructures: chatControlStructures(builtins.ControlStructures),
 		Methods:           methods,
 	}
 }

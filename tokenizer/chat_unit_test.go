@@ -171,3 +171,17 @@ func TestDictOrder(t *testing.T) {
 		t.Errorf("got %q want %q", got, want)
 	}
 }
+
+// {% generation %} (transformers' assistant-mask block) renders its body.
+func TestGenerationBlock(t *testing.T) {
+	tk := &Tokenizer{}
+	src := `{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}<a>{{ m.content }}</a>{% endgeneration %}` +
+		`{% else %}<u>{{ m.content }}</u>{% endif %}{% endfor %}`
+	if err := tk.SetChatTemplate(src); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tk.ApplyChatTemplate([]Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "r"}}, ChatOptions{})
+	if err != nil || got != "<u>q</u><a>r</a>" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
