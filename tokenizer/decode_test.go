@@ -34,16 +34,18 @@ func TestDecodeMatchesRust(t *testing.T) {
 func TestRoundTrip(t *testing.T) {
 	docs := testCorpus()
 	for _, name := range realModels {
-		tk := loadModel(t, name)
-		for d, doc := range docs {
-			want := doc
-			if tk.norm != nil {
-				want = tk.norm.normalize(doc)
+		t.Run(name, func(t *testing.T) {
+			tk := loadModel(t, name)
+			for d, doc := range docs {
+				want := doc
+				if tk.norm != nil {
+					want = tk.norm.normalize(doc)
+				}
+				if got := tk.Decode(tk.Encode(doc, false), false); got != want {
+					t.Fatalf("doc %d: round trip differs: %q", d, clip(got, 80))
+				}
 			}
-			if got := tk.Decode(tk.Encode(doc, false), false); got != want {
-				t.Fatalf("%s doc %d: round trip differs: %q", name, d, clip(got, 80))
-			}
-		}
+		})
 	}
 }
 
@@ -54,37 +56,40 @@ func TestRoundTrip(t *testing.T) {
 func TestDecodeStream(t *testing.T) {
 	docs := testCorpus()
 	for _, name := range realModels {
-		tk := loadModel(t, name)
-		checked := 0
-		for d, doc := range docs {
-			ids := tk.Encode(doc, true)
-			full := tk.Decode(ids, false)
-			ds := tk.NewDecodeStream(false)
-			var sb strings.Builder
-			// Checking every prefix is quadratic: do it on documents of up to 500 ids
-			// (several hundred of them); longer ones are checked in total only.
-			everyPrefix := len(ids) <= 500
-			for i, id := range ids {
-				piece := ds.Next(id)
-				if !utf8.ValidString(piece) {
-					t.Fatalf("%s doc %d: invalid UTF-8 streamed", name, d)
-				}
-				sb.WriteString(piece)
-				if everyPrefix && ds.Pending() == 0 {
-					checked++
-					if want := tk.Decode(ids[:i+1], false); sb.String() != want {
-						t.Fatalf("%s doc %d after %d ids: streamed %q, decode %q", name, d, i+1, clip(sb.String(), 60), clip(want, 60))
-					}
+		t.Run(name, func(t *testing.T) { checkStream(t, loadModel(t, name), docs) })
+	}
+}
+
+func checkStream(t *testing.T, tk *Tokenizer, docs []string) {
+	checked := 0
+	for d, doc := range docs {
+		ids := tk.Encode(doc, true)
+		full := tk.Decode(ids, false)
+		ds := tk.NewDecodeStream(false)
+		var sb strings.Builder
+		// Checking every prefix is quadratic: do it on documents of up to 500 ids
+		// (several hundred of them); longer ones are checked in total only.
+		everyPrefix := len(ids) <= 500
+		for i, id := range ids {
+			piece := ds.Next(id)
+			if !utf8.ValidString(piece) {
+				t.Fatalf("doc %d: invalid UTF-8 streamed", d)
+			}
+			sb.WriteString(piece)
+			if everyPrefix && ds.Pending() == 0 {
+				checked++
+				if want := tk.Decode(ids[:i+1], false); sb.String() != want {
+					t.Fatalf("doc %d after %d ids: streamed %q, decode %q", d, i+1, clip(sb.String(), 60), clip(want, 60))
 				}
 			}
-			sb.WriteString(ds.Flush())
-			if sb.String() != full {
-				t.Fatalf("%s doc %d: stream total differs from Decode", name, d)
-			}
 		}
-		if checked < 1000 {
-			t.Errorf("%s: only %d prefix checks ran", name, checked)
+		sb.WriteString(ds.Flush())
+		if sb.String() != full {
+			t.Fatalf("doc %d: stream total differs from Decode", d)
 		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d prefix checks ran", checked)
 	}
 }
 
