@@ -22,6 +22,9 @@ type Config struct {
 	// TemplateSource says where ChatTemplate came from: "tokenizer_config.json",
 	// "chat_template.jinja", or "" when there was none (see ApplyChatTemplate).
 	TemplateSource string
+	// CleanUpTokenizationSpaces is transformers' decode-time cleanup flag (true for Llama 3).
+	// Decode never applies it; see CleanUpTokenizationSpaces.
+	CleanUpTokenizationSpaces bool
 }
 
 type configSpec struct {
@@ -31,6 +34,7 @@ type configSpec struct {
 	UnkToken                json.RawMessage   `json:"unk_token"`
 	AdditionalSpecialTokens []json.RawMessage `json:"additional_special_tokens"`
 	ChatTemplate            json.RawMessage   `json:"chat_template"`
+	CleanUp                 *bool             `json:"clean_up_tokenization_spaces"`
 }
 
 // tokenString reads a special-token field: null, "string", or an AddedToken object.
@@ -79,6 +83,7 @@ func parseConfig(data []byte) (Config, error) {
 	if err := parseTemplates(sp.ChatTemplate, &c); err != nil {
 		return c, err
 	}
+	c.CleanUpTokenizationSpaces = sp.CleanUp != nil && *sp.CleanUp
 	return c, nil
 }
 

@@ -23,6 +23,22 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	return string(appendLossy(nil, buf))
 }
 
+// cleanUps are transformers' clean_up_tokenization replacements, applied one after the
+// other over the whole string, as its chain of str.replace calls does.
+var cleanUps = [][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+	{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}}
+
+// CleanUpTokenizationSpaces is transformers' clean_up_tokenization: it removes the space
+// before . ? ! , and English contractions. transformers applies it in decode when
+// tokenizer_config.json sets clean_up_tokenization_spaces (Llama 3 does); Decode does not,
+// because it changes the text. Call it to reproduce transformers' decoded strings.
+func CleanUpTokenizationSpaces(s string) string {
+	for _, r := range cleanUps {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
+}
+
 func (t *Tokenizer) visibleToken(id int, skipSpecial bool) (string, bool) {
 	tok, ok := t.Token(id)
 	if !ok || skipSpecial && t.IsSpecial(id) {

@@ -146,3 +146,17 @@ func TestLossyUTF8(t *testing.T) {
 		t.Errorf("incompleteTail of a 3/4 emoji = %d, want 3", got)
 	}
 }
+
+// transformers' clean_up_tokenization, worked by hand: " ," twice, " ' " joins "you're",
+// then each contraction and punctuation mark loses its leading space.
+func TestCleanUpTokenizationSpaces(t *testing.T) {
+	in := "Hi , you ' re here . Is n't it ? I 'm sure ! It 's fine , we 've seen they 're ok"
+	want := "Hi, you're here. Isn't it? I'm sure! It's fine, we've seen they're ok"
+	if got := CleanUpTokenizationSpaces(in); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	llama := loadModel(t, "tokenizer-llama3_1")
+	if !llama.Config().CleanUpTokenizationSpaces {
+		t.Error("Llama 3.1's tokenizer_config.json sets clean_up_tokenization_spaces")
+	}
+}
