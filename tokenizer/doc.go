@@ -46,7 +46,8 @@
 // valid strings): each maximal invalid subsequence is replaced by U+FFFD first, as
 // String::from_utf8_lossy and Python's errors="replace" do. Decode drops ids that have no
 // token, as the Rust library does; transformers' clean_up_tokenization_spaces is not
-// applied (CleanUpTokenizationSpaces does it when a caller wants transformers' strings). Padding in tokenizer.json is ignored: EncodeBatch returns unpadded id lists.
+// applied (CleanUpTokenizationSpaces does it when a caller wants transformers' strings).
+// Padding in tokenizer.json is ignored: EncodeBatch returns unpadded id lists.
 //
 // # Chat templates
 //
