@@ -17,7 +17,7 @@ func tinyTokenizerJSON(t testing.TB) []byte {
 }
 
 // TestTinyCommittedCopy regenerates the tiny tokenizer and compares it with the committed
-// testdata/tiny files (training is deterministic). Run with -update-tiny to rewrite them.
+// testdata/tiny files (training is deterministic). MTGRPO_UPDATE_TINY=1 rewrites them.
 func TestTinyCommittedCopy(t *testing.T) {
 	dir := t.TempDir()
 	if err := WriteTiny(dir); err != nil {
