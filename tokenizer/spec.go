@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -246,7 +247,12 @@ func parseModel(spec *bpeSpec) (*bpe, error) {
 		if !okA || !okB {
 			return nil, fmt.Errorf("model: merge %d (%q %q) uses a token missing from the vocab", rank, p[0], p[1])
 		}
-		joined := p[0] + strings.TrimPrefix(p[1], m.prefix)
+		// As the Rust builder does, the prefix length is cut from the right token whether
+		// or not it starts with the prefix.
+		if len(p[1]) < len(m.prefix) || !utf8.ValidString(p[1][len(m.prefix):]) {
+			return nil, fmt.Errorf("model: merge %d (%q %q): the right token is shorter than continuing_subword_prefix %q", rank, p[0], p[1], m.prefix)
+		}
+		joined := p[0] + p[1][len(m.prefix):]
 		id, ok := m.vocab[joined]
 		if !ok {
 			return nil, fmt.Errorf("model: merge %d (%q %q) makes %q, which is missing from the vocab", rank, p[0], p[1], joined)
