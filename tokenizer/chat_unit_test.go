@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // @huggingface/jinja has no reject filter, so the Llama 3.1 builtin-tools path is checked
@@ -183,5 +185,36 @@ func TestGenerationBlock(t *testing.T) {
 	got, err := tk.ApplyChatTemplate([]Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "r"}}, ChatOptions{})
 	if err != nil || got != "<u>q</u><a>r</a>" {
 		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+func TestStrftime(t *testing.T) {
+	at := time.Date(2024, 7, 6, 15, 4, 5, 0, time.UTC)
+	for format, want := range map[string]string{
+		"%d %b %Y":          "06 Jul 2024",
+		"%Y-%m-%d %H:%M:%S": "2024-07-06 15:04:05",
+		"%A, %B %e (%j) %%": "Saturday, July  6 (188) %",
+	} {
+		if got := strftime(at, format); got != want {
+			t.Errorf("strftime(%q) = %q, want %q", format, got, want)
+		}
+	}
+}
+
+// Without any template a Llama vocabulary gets the Llama 3 header format (contents
+// trimmed), and the error says so.
+func TestFallbackLlama(t *testing.T) {
+	requireAssets(t)
+	tk, err := LoadFile(filepath.Join(modelDir("tokenizer-llama3_1"), "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tk.ApplyChatTemplate([]Message{{Role: "user", Content: " hi \n"}}, ChatOptions{AddGenerationPrompt: true})
+	if !errors.Is(err, ErrNoChatTemplate) {
+		t.Fatalf("want ErrNoChatTemplate, got %v", err)
+	}
+	want := "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+	if out != want {
+		t.Errorf("got %q want %q", out, want)
 	}
 }
