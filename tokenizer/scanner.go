@@ -152,7 +152,6 @@ func runOf(s string, i int, ok func(r rune, cls uint8) bool) int {
 
 func isLetter(_ rune, cls uint8) bool { return cls == clsL }
 func isOther(_ rune, cls uint8) bool  { return cls == 0 }
-func isSpace(_ rune, cls uint8) bool  { return cls == clsS }
 func isCRLF(r rune, _ uint8) bool     { return r == '\r' || r == '\n' }
 
 // scanLlama matches the Qwen / Llama 3 alternation at s[i] and returns the match end.
