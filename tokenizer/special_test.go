@@ -39,6 +39,12 @@ func TestSpecialTokens(t *testing.T) {
 	if _, ok := qwen.BOSID(); ok {
 		t.Error("qwen3 has no bos_token")
 	}
+	if id, ok := qwen.PadID(); !ok || id != 151643 {
+		t.Errorf("qwen3 pad %d %v, want <|endoftext|> 151643", id, ok)
+	}
+	if added := qwen.AddedTokens(); len(added) != 26 || added[0].Content != "<|endoftext|>" || !added[0].Special {
+		t.Errorf("qwen3 added tokens: %d, first %+v", len(added), added[0])
+	}
 	if !qwen.IsSpecial(151645) || qwen.IsSpecial(151667) {
 		t.Error("<|im_end|> is special, <think> is not")
 	}
