@@ -19,6 +19,13 @@ import (
 
 var benchModels = []string{"tokenizer-qwen3", "tokenizer-llama3_1"}
 
+// benchCorpora: the whole test corpus, and its first 500 documents (English prose and code,
+// 2.15 MB), which is closer to chat text.
+func benchCorpora() map[string][]string {
+	all := testCorpus()
+	return map[string][]string{"corpus": all, "prose": all[:500]}
+}
+
 func corpusBytes(docs []string) int64 {
 	n := 0
 	for _, d := range docs {
@@ -36,21 +43,23 @@ func cpuSeconds() float64 {
 }
 
 func BenchmarkEncode(b *testing.B) {
-	docs := testCorpus()
-	for _, name := range benchModels {
-		b.Run(name, func(b *testing.B) {
-			tk := loadModel(b, name)
-			b.SetBytes(corpusBytes(docs))
-			b.ResetTimer()
-			cpu0 := cpuSeconds()
-			for i := 0; i < b.N; i++ {
-				for _, d := range docs {
-					tk.Encode(d, false)
-				}
-			}
-			b.ReportMetric(float64(corpusBytes(docs))*float64(b.N)/1e6/(cpuSeconds()-cpu0), "cpu-MB/s")
-		})
+	for corpusName, docs := range benchCorpora() {
+		for _, name := range benchModels {
+			b.Run(corpusName+"/"+name, func(b *testing.B) { benchEncode(b, loadModel(b, name), docs) })
+		}
 	}
+}
+
+func benchEncode(b *testing.B, tk *Tokenizer, docs []string) {
+	b.SetBytes(corpusBytes(docs))
+	b.ResetTimer()
+	cpu0 := cpuSeconds()
+	for i := 0; i < b.N; i++ {
+		for _, d := range docs {
+			tk.Encode(d, false)
+		}
+	}
+	b.ReportMetric(float64(corpusBytes(docs))*float64(b.N)/1e6/(cpuSeconds()-cpu0), "cpu-MB/s")
 }
 
 func BenchmarkEncodeBatch(b *testing.B) {
@@ -108,33 +117,37 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkRustReference(b *testing.B) {
 	requireAssets(b)
 	dir := b.TempDir()
-	data, _ := json.Marshal(testCorpus())
-	corpusPath := filepath.Join(dir, "corpus.json")
-	if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
-		b.Fatal(err)
+	for corpusName, docs := range benchCorpora() {
+		data, _ := json.Marshal(docs)
+		corpusPath := filepath.Join(dir, corpusName+".json")
+		if err := os.WriteFile(corpusPath, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for _, name := range benchModels {
+			b.Run(corpusName+"/"+name, func(b *testing.B) { benchRust(b, corpusPath, name) })
+		}
 	}
-	for _, name := range benchModels {
-		b.Run(name, func(b *testing.B) {
-			var res []struct {
-				MBPerS    float64 `json:"mb_per_s"`
-				CPUMBPerS float64 `json:"cpu_mb_per_s"`
-				LoadS     float64 `json:"load_s"`
-			}
-			for i := 0; i < b.N; i++ {
-				cmd := exec.Command("node", "../scripts/tokenizer/encode.js", "--bench", corpusPath, "-",
-					filepath.Join(modelDir(name), "tokenizer.json"))
-				cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir(), "RAYON_NUM_THREADS=1")
-				out, err := cmd.Output()
-				if err != nil {
-					b.Fatalf("encode.js --bench: %v", err)
-				}
-				if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 {
-					b.Fatalf("encode.js --bench output %q: %v", out, err)
-				}
-			}
-			b.ReportMetric(res[0].MBPerS, "rust-MB/s")
-			b.ReportMetric(res[0].CPUMBPerS, "rust-cpu-MB/s")
-			b.ReportMetric(res[0].LoadS*1000, "rust-load-ms")
-		})
+}
+
+func benchRust(b *testing.B, corpusPath, name string) {
+	var res []struct {
+		MBPerS    float64 `json:"mb_per_s"`
+		CPUMBPerS float64 `json:"cpu_mb_per_s"`
+		LoadS     float64 `json:"load_s"`
 	}
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("node", "../scripts/tokenizer/encode.js", "--bench", corpusPath, "-",
+			filepath.Join(modelDir(name), "tokenizer.json"))
+		cmd.Env = append(os.Environ(), "MTGRPO_NPM="+npmDir(), "RAYON_NUM_THREADS=1")
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("encode.js --bench: %v", err)
+		}
+		if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 {
+			b.Fatalf("encode.js --bench output %q: %v", out, err)
+		}
+	}
+	b.ReportMetric(res[0].MBPerS, "rust-MB/s")
+	b.ReportMetric(res[0].CPUMBPerS, "rust-cpu-MB/s")
+	b.ReportMetric(res[0].LoadS*1000, "rust-load-ms")
 }
