@@ -240,26 +240,34 @@ func parseModel(spec *bpeSpec) (*bpe, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.setMerges(pairs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// setMerges builds the (left id, right id) -> (rank, merged id) table.
+func (m *bpe) setMerges(pairs [][2]string) error {
 	m.merges = make(map[uint64]merge, len(pairs))
 	for rank, p := range pairs {
 		a, okA := m.vocab[p[0]]
 		b, okB := m.vocab[p[1]]
 		if !okA || !okB {
-			return nil, fmt.Errorf("model: merge %d (%q %q) uses a token missing from the vocab", rank, p[0], p[1])
+			return fmt.Errorf("model: merge %d (%q %q) uses a token missing from the vocab", rank, p[0], p[1])
 		}
 		// As the Rust builder does, the prefix length is cut from the right token whether
 		// or not it starts with the prefix.
 		if len(p[1]) < len(m.prefix) || !utf8.ValidString(p[1][len(m.prefix):]) {
-			return nil, fmt.Errorf("model: merge %d (%q %q): the right token is shorter than continuing_subword_prefix %q", rank, p[0], p[1], m.prefix)
+			return fmt.Errorf("model: merge %d (%q %q): cannot cut continuing_subword_prefix %q from the right token", rank, p[0], p[1], m.prefix)
 		}
 		joined := p[0] + p[1][len(m.prefix):]
 		id, ok := m.vocab[joined]
 		if !ok {
-			return nil, fmt.Errorf("model: merge %d (%q %q) makes %q, which is missing from the vocab", rank, p[0], p[1], joined)
+			return fmt.Errorf("model: merge %d (%q %q) makes %q, which is missing from the vocab", rank, p[0], p[1], joined)
 		}
 		m.merges[pairKey(a, b)] = merge{rank: int32(rank), id: id}
 	}
-	return m, nil
+	return nil
 }
 
 // parseMerges reads both formats: ["a b", ...] (older files, Llama 3) and [["a", "b"], ...]
