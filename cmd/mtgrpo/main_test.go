@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// TestInitWritesLoadableModel runs `mtgrpo init` for each architecture and loads the result.
+func TestInitWritesLoadableModel(t *testing.T) {
+	for _, arch := range []string{"qwen2", "qwen3", "llama"} {
+		dir := filepath.Join(t.TempDir(), arch)
+		if err := run([]string{"init", "--arch", arch, "--preset", "tiny", "--seed", "3", "--out", dir}); err != nil {
+			t.Fatalf("init %s: %v", arch, err)
+		}
+		for _, f := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("init %s: %s missing: %v", arch, f, err)
+			}
+		}
+		err := torch.Run(func() error {
+			m, err := model.Load(dir, model.Options{Device: "cpu"})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if got := m.Config.ModelType; got != arch {
+				t.Errorf("model_type %q, want %q", got, arch)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("load %s: %v", arch, err)
+		}
+	}
+}
+
+// TestDemoRuns runs a small demo end to end: model written, episodes played, nothing fails.
+func TestDemoRuns(t *testing.T) {
+	out := t.TempDir()
+	if err := run([]string{"demo", "--tasks", "2", "--group", "2", "--max-new-tokens", "8", "--out", out}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "model", "model.safetensors")); err != nil {
+		t.Fatalf("demo wrote no model: %v", err)
+	}
+}
+
+// TestBadUsage: unknown commands and missing required flags are errors that name the problem.
+func TestBadUsage(t *testing.T) {
+	cases := map[string][]string{
+		"unknown command": {"trian"},
+		"--out":           {"init"},
+		"--model":         {"generate"},
+		">= 1":            {"demo", "--tasks", "0"},
+		"unknown preset":  {"init", "--preset", "huge", "--out", t.TempDir()},
+	}
+	for want, args := range cases {
+		err := run(args)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run(%q) = %v, want an error containing %q", args, err, want)
+		}
+	}
+}
