@@ -17,6 +17,12 @@ func FuzzParseToolCalls(f *testing.F) {
 		"</tool_call><tool_call></tool_call>",
 		"plain answer #### 42",
 		"<think>x <tool_call>{}</tool_call></think><tool_call>{\"name\": \"calculator\"}</tool_call>",
+		`{"name": "calculator", "parameters": {"expression": "1"}}; {"name": "calculator", "parameters": {"expression": "2"}}`,
+		"<|python_tag|>{\"name\": \"a\", \"parameters\": {}};\n{\"name\": \"b\", \"parameters\": \"{}\"};",
+		`[{"name": "calculator", "parameters": {"expression": "3"}}, {"name": "x"}]`,
+		`{"name": "a", "parameters": {}} {"name": "b"} tail`,
+		"<|python_tag|>[]",
+		"[{\"name\": 1}; {",
 	} {
 		f.Add(s)
 	}

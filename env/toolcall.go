@@ -15,8 +15,9 @@ import (
 //	{"name": "python", "arguments": {"code": "print(1)"}}
 //	</tool_call>
 //
-// blocks anywhere in the message. Llama 3.1 / 3.2 (JSON tool calling): the whole message is one
-// JSON object {"name": ..., "parameters": {...}}, optionally after <|python_tag|>.
+// blocks anywhere in the message. Llama 3.1 / 3.2 / 3.3 (JSON tool calling): the whole message,
+// optionally after <|python_tag|>, is a JSON object {"name": ..., "parameters": {...}}, several
+// of them separated by ";", or a JSON list of them.
 const (
 	qwenOpen   = "<tool_call>"
 	qwenClose  = "</tool_call>"
@@ -104,8 +105,11 @@ func parseQwen(text string) ParsedMessage {
 	return p
 }
 
-// parseLlama recognises a Llama 3 JSON call: the whole message is {"name": ..., "parameters": ...}
-// (optionally after <|python_tag|>). ok is false when the message is not a call attempt at all.
+// parseLlama recognises Llama 3 JSON calls: the whole message (optionally after
+// <|python_tag|>) is one call {"name": ..., "parameters": ...}, several calls separated by ";"
+// (as Llama 3.1-3.3 write parallel calls, and vLLM's llama3_json parser reads them), or a JSON
+// list of calls. ok is false when the message is not a call attempt at all. A malformed call is
+// reported and the parse stops there: what follows it cannot be delimited reliably.
 func parseLlama(text string) (ParsedMessage, bool) {
 	s := strings.TrimSpace(text)
 	tagged := strings.HasPrefix(s, pythonTag)
@@ -115,15 +119,54 @@ func parseLlama(text string) (ParsedMessage, bool) {
 	if !tagged && !looksLikeJSONCall(s) {
 		return ParsedMessage{}, false
 	}
-	call, err := decodeCall(s, "parameters")
-	if err != nil {
-		return ParsedMessage{Errors: []string{err.Error()}}, true
+	var p ParsedMessage
+	if strings.HasPrefix(s, "[") {
+		var list []json.RawMessage
+		if err := json.Unmarshal([]byte(s), &list); err != nil {
+			p.Errors = append(p.Errors, fmt.Sprintf("tool call error: not a valid JSON list of calls (%v): %s", err, quote(s)))
+			return p, true
+		}
+		for _, raw := range list {
+			p.add(decodeCall(string(raw), "parameters"))
+		}
+		return p, true
 	}
-	return ParsedMessage{Calls: []ToolCall{call}}, true
+	for s != "" {
+		dec := json.NewDecoder(strings.NewReader(s))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			p.Errors = append(p.Errors, fmt.Sprintf("tool call error: not valid JSON (%v): %s", err, quote(s)))
+			break
+		}
+		if !p.add(decodeCall(string(raw), "parameters")) {
+			break
+		}
+		rest := strings.TrimSpace(s[dec.InputOffset():])
+		if rest != "" && rest[0] != ';' && rest[0] != '{' { // calls on separate lines are read too
+			p.Errors = append(p.Errors, "tool call error: unexpected text after a call (separate calls with \";\"): "+quote(rest))
+			break
+		}
+		s = strings.TrimSpace(strings.TrimPrefix(rest, ";"))
+	}
+	return p, true
 }
 
-// looksLikeJSONCall is true for a message that starts like a JSON object naming a function.
+// add records a decoded call or its error and reports whether it was well-formed.
+func (p *ParsedMessage) add(c ToolCall, err error) bool {
+	if err != nil {
+		p.Errors = append(p.Errors, err.Error())
+		return false
+	}
+	p.Calls = append(p.Calls, c)
+	return true
+}
+
+// looksLikeJSONCall is true for a message that starts like a JSON object naming a function (or
+// a list of them).
 func looksLikeJSONCall(s string) bool {
+	if strings.HasPrefix(s, "[") {
+		s = strings.TrimSpace(s[1:])
+	}
 	if !strings.HasPrefix(s, "{") {
 		return false
 	}

@@ -144,3 +144,53 @@ func TestMessageJSONShape(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", b, want)
 	}
 }
+
+// Llama 3.1-3.3 write parallel calls as JSON objects separated by ";" (or on separate lines),
+// or as a JSON list; each becomes its own call, in order.
+func TestParseLlamaSeveralCalls(t *testing.T) {
+	two := []string{
+		`{"name": "calculator", "parameters": {"expression": "3*4"}}; {"name": "search", "parameters": {"query": "Paris", "k": 2}}`,
+		"<|python_tag|>{\"name\": \"calculator\", \"parameters\": {\"expression\": \"3*4\"}};{\"name\": \"search\", \"parameters\": {\"query\": \"Paris\", \"k\": 2}};",
+		"{\"name\": \"calculator\", \"parameters\": {\"expression\": \"3*4\"}}\n{\"name\": \"search\", \"parameters\": {\"query\": \"Paris\", \"k\": 2}}",
+		`[{"name": "calculator", "parameters": {"expression": "3*4"}}, {"name": "search", "parameters": {"query": "Paris", "k": 2}}]`,
+		`<|python_tag|>[{"name": "calculator", "arguments": {"expression": "3*4"}}, {"name": "search", "parameters": "{\"query\": \"Paris\", \"k\": 2}"}]`,
+	}
+	for _, in := range two {
+		p := ParseToolCalls(in)
+		if len(p.Calls) != 2 || len(p.Errors) != 0 || p.Content != "" {
+			t.Errorf("%q: want 2 calls, got %+v", in, p)
+			continue
+		}
+		if p.Calls[0].Function.Name != "calculator" || string(p.Calls[0].Function.Arguments) != `{"expression":"3*4"}` {
+			t.Errorf("%q: call 0 %s %s", in, p.Calls[0].Function.Name, p.Calls[0].Function.Arguments)
+		}
+		// Key order as written: query before k.
+		if p.Calls[1].Function.Name != "search" || string(p.Calls[1].Function.Arguments) != `{"query":"Paris","k":2}` {
+			t.Errorf("%q: call 1 %s %s", in, p.Calls[1].Function.Name, p.Calls[1].Function.Arguments)
+		}
+	}
+	// A malformed call after a good one: the good one runs, the rest is one error.
+	bad := map[string]string{
+		`{"name": "calculator", "parameters": {"expression": "1"}}; {"name": "calculator", "parameters": {`: "not valid JSON",
+		`{"name": "calculator", "parameters": {"expression": "1"}}; {"parameters": {}}`:                     `missing "name"`,
+		`{"name": "calculator", "parameters": {"expression": "1"}} and then I stop`:                         "unexpected text after a call",
+		`{"name": "calculator", "parameters": {"expression": "1"}}; [1]`:                                    "not valid JSON",
+	}
+	for in, want := range bad {
+		p := ParseToolCalls(in)
+		if len(p.Calls) != 1 || len(p.Errors) != 1 || !strings.Contains(p.Errors[0], want) {
+			t.Errorf("%q: want 1 call and an error containing %q, got %+v", in, want, p)
+		}
+	}
+	// A broken list is one error; a list element that is no call is an error beside the good ones.
+	if p := ParseToolCalls(`[{"name": "calculator", "parameters": {}}`); len(p.Calls) != 0 || len(p.Errors) != 1 || !strings.Contains(p.Errors[0], "JSON list") {
+		t.Errorf("broken list: %+v", p)
+	}
+	if p := ParseToolCalls(`[{"name": "calculator", "parameters": {}}, {"name": 3}]`); len(p.Calls) != 1 || len(p.Errors) != 1 {
+		t.Errorf("list with a bad element: %+v", p)
+	}
+	// A JSON list that is not calls is prose.
+	if p := ParseToolCalls(`[1, 2, 3]`); p.Attempts() != 0 || p.Content != "[1, 2, 3]" {
+		t.Errorf("plain list: %+v", p)
+	}
+}
