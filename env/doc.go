@@ -29,7 +29,7 @@
 //
 // Tool calls are parsed from the model's text in Qwen's <tool_call>{...}</tool_call> format
 // (several per message) and Llama 3's whole-message JSON ({"name", "parameters"}, optionally
-// after <|python_tag|>). Malformed calls, unknown tools, bad arguments and tool errors become
+// after <|python_tag|>; several calls separated by ";" or as a JSON list). Malformed calls, unknown tools, bad arguments and tool errors become
 // "Error: ..." tool messages and counts in TurnInfo; Step never fails on model output.
 //
 // # Rewards
