@@ -19,6 +19,13 @@ cd "$(dirname "$0")/.."
 
 DEVICE=${DEVICE:-cuda}
 BENCHTIME=${BENCHTIME:-3s}
+# One spelling for Go and python: python's torch.cuda.set_device refuses a bare "cuda".
+case "$DEVICE" in
+  cuda) DEVICE=cuda:0 ;;
+  cuda:[0-9]*) ;;
+  *) echo "gpu_check: DEVICE=$DEVICE is not cuda or cuda:N" >&2; exit 2 ;;
+esac
+DEVICE_INDEX=${DEVICE#cuda:}
 OUT=build/gpu_check
 TEST_BIN=build/torch.test
 mkdir -p "$OUT"
@@ -32,13 +39,16 @@ export MTGRPO_TORCH=python
 eval "$(scripts/libtorch.sh)"
 [ "$TORCH_CUDA" = 1 ] || { say "python's torch at $TORCH_LIBDIR has no libtorch_cuda.so"; exit 1; }
 scripts/build_shim.sh 2>&1 | tee "$OUT/build.txt"
+# dist.cpp warns when the gloo headers or nccl.h were not found (then TestDistributedGloo or the
+# NCCL test fail by saying the shim was built without that backend).
+grep -o '#warning "[^"]*"' "$OUT/build.txt" | sort -u | while read -r l; do say "build: $l"; done || true
 if readelf -d build/libmtgrpo_torch.so | grep -q 'libtorch_cuda.so'; then
   say "shim links libtorch_cuda.so: yes"
 else
   say "shim links libtorch_cuda.so: NO (CUDA would silently be unavailable)"; exit 1
 fi
 export LD_LIBRARY_PATH="$PWD/build:$TORCH_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-say "python torch: $(python3 -c 'import torch;print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))')"
+say "python torch: $(python3 -c 'import sys,torch;print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(int(sys.argv[1])))' "$DEVICE_INDEX" 2>&1 | tail -1)"
 
 # --- 2 and 3. version, CUDA availability, the test suite on the GPU ---------------------------
 # The test binary runs in the package directory, as `go test` would.
@@ -54,7 +64,8 @@ grep '^--- FAIL' "$OUT/tests.txt" | while read -r l; do say "  $l"; done || true
 # --- 4. benchmarks: binding vs python torch on the same shapes --------------------------------
 (cd torch && MTGRPO_TEST_DEVICE=$DEVICE "$bin" -test.run '^$' -test.bench 'Matmul4096BF16|SDPAFlashBF16|AddSmall$|CgoCall' \
   -test.benchtime "$BENCHTIME") >"$OUT/bench_go.txt" 2>&1 || true
-DEVICE=$DEVICE python3 - >"$OUT/bench_python.txt" <<'PY'
+# A failure here (a traceback in bench_python.txt) must not cost the summary of the other steps.
+DEVICE=$DEVICE python3 - >"$OUT/bench_python.txt" 2>&1 <<'PY' || say "python benchmark failed (see $OUT/bench_python.txt)"
 import os, time, torch
 import torch.nn.functional as F
 dev = torch.device(os.environ["DEVICE"])
