@@ -32,15 +32,25 @@ for d in /usr/lib /usr/lib/x86_64-linux-gnu "$TORCH_LIBDIR"; do
 done
 if [ "$TORCH_CUDA" = 1 ]; then
   defs="$defs -DMTGRPO_CUDA -DUSE_C10D_NCCL"
-  cuda_home=${CUDA_HOME:-/usr/local/cuda}
-  [ -d "$cuda_home/include" ] && TORCH_INC="$TORCH_INC -I$cuda_home/include"
-  # cuda_runtime_api.h from the nvidia-cuda-runtime pip package, when there is no toolkit.
-  pyinc=$(python3 -c 'import nvidia.cuda_runtime,os;print(os.path.join(list(nvidia.cuda_runtime.__path__)[0],"include"))' 2>/dev/null || true)
-  [ -n "$pyinc" ] && [ -d "$pyinc" ] && TORCH_INC="$TORCH_INC -I$pyinc"
-  # nccl.h for ProcessGroupNCCL (dist.cpp) from the nvidia NCCL pip package, wherever it put it;
-  # without it dist.cpp builds without NCCL and CUDA process groups report that.
-  ncclinc=$(python3 -c 'import nvidia,glob,os;h=[x for p in nvidia.__path__ for x in glob.glob(os.path.join(p,"**","include","nccl.h"),recursive=True)];print(os.path.dirname(h[0]) if h else "")' 2>/dev/null || true)
-  [ -n "$ncclinc" ] && [ -d "$ncclinc" ] && TORCH_INC="$TORCH_INC -I$ncclinc"
+  # cuda_runtime_api.h (CUDA headers of c10/cuda, ATen/cuda): the toolkit of $CUDA_HOME or of the
+  # nvcc on PATH, else the nvidia pip packages beside python's torch (nvidia/cuda_runtime/include
+  # up to CUDA 12, nvidia/cu13/include from CUDA 13). nccl.h (ProcessGroupNCCL in dist.cpp) comes
+  # from the nvidia NCCL pip package; without it dist.cpp builds without NCCL and CUDA process
+  # groups say so.
+  cuda_home=${CUDA_HOME:-}
+  if [ -z "$cuda_home" ] && command -v nvcc >/dev/null; then cuda_home=$(dirname "$(dirname "$(command -v nvcc)")"); fi
+  cuda_home=${cuda_home:-/usr/local/cuda}
+  nvidia_include() {
+    python3 -c 'import sys,glob,os,nvidia;h=[x for p in nvidia.__path__ for x in sorted(glob.glob(os.path.join(p,"**","include",sys.argv[1]),recursive=True))];print(os.path.dirname(h[0]) if h else "")' "$1" 2>/dev/null || true
+  }
+  if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
+    TORCH_INC="$TORCH_INC -I$cuda_home/include"
+  else
+    pyinc=$(nvidia_include cuda_runtime_api.h)
+    [ -n "$pyinc" ] && TORCH_INC="$TORCH_INC -I$pyinc"
+  fi
+  ncclinc=$(nvidia_include nccl.h)
+  [ -n "$ncclinc" ] && TORCH_INC="$TORCH_INC -I$ncclinc"
   # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
   libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
 fi
