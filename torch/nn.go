@@ -7,8 +7,10 @@ import "C"
 
 // AttentionOpts configures ScaledDotProductAttention.
 type AttentionOpts struct {
-	// Mask broadcasts to [B, H, Tq, Tk]: bool (true = may attend) or float in q's dtype (added to
-	// the scores; PyTorch 2.x rejects other float dtypes).
+	// Mask broadcasts to [B, H, Tq, Tk]: bool (true = may attend) or float, added to the scores
+	// after a cast to q's dtype (PyTorch 2.x's CUDA kernels take no other). A query row that may
+	// attend to nothing gives NaN or zeros depending on the libtorch version and kernel: give every
+	// row at least one key.
 	Mask *Tensor
 	// Causal masks future positions, aligned top-left as in PyTorch: query i sees keys 0..i. With
 	// a KV cache (Tq < Tk) pass an explicit Mask instead.
@@ -19,7 +21,9 @@ type AttentionOpts struct {
 
 // ScaledDotProductAttention is softmax(q k^T * scale + mask) v for q [B, H, Tq, D] and k, v
 // [B, Hkv, Tk, D]; Hkv may divide H (grouped-query attention: each kv head serves H/Hkv query
-// heads). On CUDA with bf16/f16 and no mask this picks the flash kernel.
+// heads). On CUDA with bf16/f16 and no mask this picks the flash kernel, reading grouped k and v
+// heads in place (libtorch 2.5+); otherwise grouped heads are expanded first, which keeps the
+// memory-efficient kernel for masked attention.
 func ScaledDotProductAttention(q, k, v *Tensor, o AttentionOpts) *Tensor {
 	var mask C.mt_tensor
 	if o.Mask != nil {

@@ -74,6 +74,30 @@ func TestSDPAGroupedQueryAttention(t *testing.T) {
 	})
 }
 
+// TestSDPAAdditiveMaskDType: an additive mask in another float dtype than q is cast to q's dtype,
+// so a float32 (or float16) mask with bf16 q, k, v gives exactly what the bool mask gives. (The
+// CUDA kernels of PyTorch 2.x refuse such a mask; the CPU kernels do not, so only the cast makes
+// both devices agree.)
+func TestSDPAAdditiveMaskDType(t *testing.T) {
+	onTorch(t, func() {
+		g := NewGenerator(13, testDevice)
+		defer g.Close()
+		q := Randn([]int64{1, 4, 3, 8}, BFloat16, testDevice, g)
+		k := Randn([]int64{1, 2, 3, 8}, BFloat16, testDevice, g)
+		v := Randn([]int64{1, 2, 3, 8}, BFloat16, testDevice, g)
+		allow := dev(Ones([]int64{3, 3}, Bool, CPU)).Tril(0)
+		want := ScaledDotProductAttention(q, k, v, AttentionOpts{Mask: allow})
+		// 0 where allowed, -inf elsewhere.
+		for _, dt := range []DType{Float32, Float16} {
+			add := Zeros([]int64{3, 3}, dt, testDevice).MaskedFill(allow.Not(), math.Inf(-1))
+			got := ScaledDotProductAttention(q, k, v, AttentionOpts{Mask: add})
+			if got.DType() != BFloat16 || !Equal(got, want) {
+				t.Errorf("%s additive mask with bf16 q differs from the bool mask", dt)
+			}
+		}
+	})
+}
+
 func TestRMSNorm(t *testing.T) {
 	onTorch(t, func() {
 		// x = [3, 4]: mean(x²) = 12.5, 1/√12.5 = 0.28284271; × w = [1, 2] -> [0.8485281, 2.2627417].

@@ -32,14 +32,24 @@ at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c
     throw std::invalid_argument("sdpa: " + std::to_string(heads) + " query heads need a divisor number of key/value "
                                 "heads, got k " + std::to_string(k.size(1)) + " and v " + std::to_string(v.size(1)));
   }
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
-  // 2.5+: grouped-query attention is native (no copy of k and v).
+  // An additive mask in another float dtype than q: the CUDA kernels of 2.x refuse a bias whose
+  // dtype differs from q's while the CPU math kernel adds it anyway; cast, so both behave alike.
+  if (mask && at::isFloatingType(mask->scalar_type()) && mask->scalar_type() != q.scalar_type()) {
+    mask = mask->to(q.scalar_type());
+  }
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   c10::optional<double> sc;
   if (!default_scale) sc = scale;
-  return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc, /*enable_gqa=*/k.size(1) != heads);
-#elif TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1
-  c10::optional<double> sc;
-  if (!default_scale) sc = scale;
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 5
+  // 2.5+ reads grouped k and v heads without copying them (enable_gqa), but only the flash and
+  // cuDNN kernels accept that in the releases this was written against (2.5 to 2.12): with a
+  // mask, or in float32, enable_gqa sends attention to the quadratic math kernel. There the heads
+  // are expanded first instead, so that the memory-efficient kernel still runs.
+  bool half = q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16;
+  if (k.size(1) != heads && !mask && half) {
+    return at::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, sc, /*enable_gqa=*/true);
+  }
+#endif
   return at::scaled_dot_product_attention(q, repeat_kv(k, heads), repeat_kv(v, heads), mask, 0.0, causal, sc);
 #else
   // 1.13 has only the private op and 2.0 no scale argument; both use 1/sqrt(D): fold another
