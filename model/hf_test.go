@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
@@ -156,4 +157,35 @@ func equalIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// TestHFExportForTransformers is the Go half of the check that our export loads in transformers:
+// with MTGRPO_HF_EXPORT_DIR set, it loads every reference fixture and writes it back out through
+// Export into $MTGRPO_HF_EXPORT_DIR/<name> (the sharded fixture in shards of 40 KB, so that our
+// index is read too). scripts/fixtures/make_hf_fixtures.py --check-export then loads each export
+// with transformers and compares its logits with the fixture's reference logits
+// (scripts/fixtures/hf_fixtures.sh runs the whole sequence).
+func TestHFExportForTransformers(t *testing.T) {
+	out := os.Getenv("MTGRPO_HF_EXPORT_DIR")
+	if out == "" {
+		t.Skip("MTGRPO_HF_EXPORT_DIR is not set (see scripts/fixtures/hf_fixtures.sh)")
+	}
+	if _, err := os.Stat(hfFixtures); err != nil {
+		t.Fatalf("%s is absent: run scripts/fixtures/make_hf_fixtures.py first", hfFixtures)
+	}
+	for _, name := range hfModels {
+		dir, _, _ := hfFixture(t, name)
+		onTorch(t, func() error {
+			m, err := Load(dir, Options{Device: "cpu"})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			o := ExportOptions{}
+			if strings.Contains(name, "sharded") {
+				o.MaxShardBytes = 40_000
+			}
+			return m.Export(filepath.Join(out, name), o)
+		})
+	}
 }
