@@ -54,14 +54,16 @@ if [ "$TORCH_CUDA" = 1 ]; then
   # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
   libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
 fi
-# The C++ standard libtorch's headers need: C++17 up to 2.12, C++20 from 2.13 on.
+# The C++ standard libtorch's headers need: C++17 before 2.12, C++20 once ATen/ATen.h demands it
+# (it then has '#error' under '__cplusplus < 202002L'; release notes place that in 2.12 to 2.14).
 std=c++17
 for d in $TORCH_INC; do
   vh=${d#-I}/torch/version.h
   [ -f "$vh" ] || continue
   major=$(awk '/define TORCH_VERSION_MAJOR/ {print $3}' "$vh")
   minor=$(awk '/define TORCH_VERSION_MINOR/ {print $3}' "$vh")
-  if [ "${major:-0}" -gt 2 ] || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 13 ]; }; then std=c++20; fi
+  if [ "${major:-0}" -gt 2 ] || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 12 ]; }; then std=c++20; fi
+  if grep -q '__cplusplus < 202002L' "${d#-I}/ATen/ATen.h" 2>/dev/null; then std=c++20; fi
   break
 done
 cxxflags="-std=$std -O2 -fPIC -fvisibility=hidden -Wall -Wno-unused-parameter $defs $TORCH_INC -I$SRC ${CXXFLAGS_EXTRA:-}"
