@@ -21,8 +21,9 @@
 //  4. rlimits (kernel): RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE and RLIMIT_NPROC, set by a Python
 //     preamble in the child before the model's code, soft = hard.
 //  5. Audit hook (interpreter, PEP 578): no open() outside the working directory except reads of
-//     the interpreter's prefix, Config.ReadDirs and harmless devices; no listing, chdir, rename or
-//     removal outside it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit; no
+//     the interpreter's prefix, Config.ReadDirs and harmless devices; no listing outside the
+//     directories it may read (imports list package directories); no chdir, rename or removal
+//     outside it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit; no
 //     importing ctypes or _posixsubprocess (both reach fork or libc without an audit event); no
 //     gc enumeration or rewriting function code (the hook's state lives in a closure).
 //

@@ -11,9 +11,9 @@ import (
 //  1. rlimits via the resource module: RLIMIT_CPU (seconds), RLIMIT_AS (bytes), RLIMIT_NPROC,
 //     RLIMIT_FSIZE (bytes), soft = hard so the code cannot raise them back (as root it still
 //     could, which is why step 2 also blocks resource.setrlimit);
-//  2. an audit hook (PEP 578) that refuses: opening files outside the sandbox directory (reads of
-//     the interpreter's own installation are allowed so imports work), listing or changing
-//     directories outside it, fork / exec / spawn / subprocess / os.system, sockets, importing
+//  2. an audit hook (PEP 578) that refuses: opening files outside the sandbox directory (reads
+//     and listings of the interpreter's own installation are allowed so imports work), listing
+//     other directories, changing directory out of it, fork / exec / spawn / subprocess / os.system, sockets, importing
 //     ctypes or _posixsubprocess (both reach fork or libc without an audit event), and
 //     changing rlimits;
 //  3. the model's code, compiled as "main.py" and run as __main__; an uncaught exception prints
@@ -56,7 +56,10 @@ def _install():
     denied_attrs = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
     pathw = frozenset({"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
         "os.symlink", "os.link", "os.truncate", "os.utime", "shutil.rmtree", "os.chdir",
-        "os.chroot", "os.listdir", "os.scandir", "glob.glob"})
+        "os.chroot"})
+    # Listing is reading: allowed where reading is. The import system lists each package
+    # directory the first time it imports from it (json.decoder, email.utils, ...).
+    pathr = frozenset({"os.listdir", "os.scandir", "glob.glob"})
     def inside(p, roots):
         return any(p == r or p.startswith(r.rstrip("/") + "/") for r in roots)
     def path(p):
@@ -80,9 +83,10 @@ def _install():
             if inside(rp, (root,)) or (not write and (inside(rp, ro) or rp in devs)):
                 return
             raise PermissionError("sandbox: access to %%s is not allowed (only the working directory)" %% p)
-        if ev in pathw:
+        if ev in pathw or ev in pathr:
+            allowed = (root,) if ev in pathw else (root,) + ro
             for a in args[:2]:
-                if isinstance(a, (str, bytes)) and not inside(path(a), (root,)):
+                if isinstance(a, (str, bytes)) and not inside(path(a), allowed):
                     raise PermissionError("sandbox: %%s on %%s is not allowed" %% (ev, a))
     sys.addaudithook(hook)
 _install()
