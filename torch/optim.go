@@ -136,7 +136,10 @@ func (o *AdamW) LoadState(st map[string]*Tensor) (err error) {
 }
 
 // ClipGradNorm scales the gradients of params so that their global L2 norm is at most maxNorm
-// (torch.nn.utils.clip_grad_norm_) and returns the norm before clipping.
+// (torch.nn.utils.clip_grad_norm_) and returns the norm before clipping. As in PyTorch, a
+// non-finite norm (an Inf or NaN gradient) is returned as it is and leaves the gradients scaled
+// by 0 or NaN: check it (math.IsInf, math.IsNaN) and skip the optimizer step, or the weights and
+// AdamW's moments become NaN for good.
 func ClipGradNorm(params []*Tensor, maxNorm float64) float64 {
 	if len(params) == 0 {
 		return 0

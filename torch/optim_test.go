@@ -138,3 +138,27 @@ func TestClipGradNorm(t *testing.T) {
 		expectFloats(t, "unclipped b", b.Grad().Float32s(), []float64{6}, 1e-5)
 	})
 }
+
+// TestClipGradNormNonFinite: as torch.nn.utils.clip_grad_norm_ (error_if_nonfinite=False), a
+// non-finite total norm comes back as such and the gradients are scaled by max/(norm+1e-6): by 0
+// for +Inf (so the Inf element becomes Inf·0 = NaN and the finite one 0), by NaN for NaN. The
+// caller must check the returned norm and skip the step (as verl does).
+func TestClipGradNormNonFinite(t *testing.T) {
+	onTorch(t, func() {
+		a := dev(FromSlice([]float32{0, 0})).SetRequiresGrad(true)
+		a.Mul(dev(FromSlice([]float32{float32(math.Inf(1)), 2}))).Sum(false).Backward() // grad [Inf, 2]
+		if n := ClipGradNorm([]*Tensor{a}, 1); !math.IsInf(n, 1) {
+			t.Errorf("norm of [Inf, 2] = %v, want +Inf", n)
+		}
+		g := a.Grad().Float32s()
+		if !math.IsNaN(float64(g[0])) || g[1] != 0 {
+			t.Errorf("grad after clipping an Inf norm: %v, want [NaN 0]", g)
+		}
+		b := dev(FromSlice([]float32{0})).SetRequiresGrad(true)
+		b.MulScalar(math.NaN()).Sum(false).Backward()
+		if n := ClipGradNorm([]*Tensor{b}, 1); !math.IsNaN(n) {
+			t.Errorf("norm of [NaN] = %v, want NaN", n)
+		}
+	})
+}
+
