@@ -161,4 +161,3 @@ func TestClipGradNormNonFinite(t *testing.T) {
 		}
 	})
 }
-
