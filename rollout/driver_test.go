@@ -278,3 +278,52 @@ func TestDriverCancel(t *testing.T) {
 		t.Error("cancelled run returned no error")
 	}
 }
+
+// panicky is an environment whose Step or reward function panics (a bug in user code).
+type panicky struct {
+	env.Env
+	inStep bool
+}
+
+func (p panicky) Step(ctx context.Context, text string) (env.StepResult, error) {
+	if p.inStep {
+		panic("index out of range [3] with length 3")
+	}
+	return p.Env.Step(ctx, text)
+}
+
+func (p panicky) Rubric() *env.Rubric {
+	if p.inStep {
+		return p.Env.Rubric()
+	}
+	return &env.Rubric{Funcs: []env.RewardFunc{{Name: "boom", Weight: 1, Fn: func(*env.Trajectory) float64 { panic("boom") }}}}
+}
+
+// A panic in an environment's Step or in a reward function ends that episode with EndError naming
+// it; the other episodes of the batch finish normally and Run returns no error.
+func TestDriverEnvPanicEndsOnlyItsEpisode(t *testing.T) {
+	e := openEnv(t, "calc_mult", env.Config{})
+	ts := tasks(t, e, 3, 5)
+	d, err := NewDriver(scriptedGen(t, calcPolicy), tiny(t), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := []Episode{{Env: panicky{e.New(), true}, Task: ts[0]}, {Env: e.New(), Task: ts[1], Group: 1},
+		{Env: panicky{e.New(), false}, Task: ts[2], Group: 2}}
+	trajs, prof, err := d.Run(context.Background(), eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"env step panicked: index out of range", "", "reward panicked: boom"} {
+		tr := trajs[i]
+		switch {
+		case want == "" && (tr.End != EndDone || tr.Err != nil):
+			t.Errorf("episode %d: end %s, err %v; want done", i, tr.End, tr.Err)
+		case want != "" && (tr.End != EndError || tr.Err == nil || !strings.Contains(tr.Err.Error(), want)):
+			t.Errorf("episode %d: end %s, err %v; want an error containing %q", i, tr.End, tr.Err, want)
+		}
+	}
+	if prof.EndError != 2 || prof.EndDone != 1 {
+		t.Errorf("profile: %d errors, %d done; want 2 and 1", prof.EndError, prof.EndDone)
+	}
+}

@@ -78,7 +78,8 @@ func (ep *episode) reset() {
 	ctx, e, task := ep.r.ctx, ep.in.Env, ep.in.Task
 	ep.r.work(func() func() {
 		t0 := time.Now()
-		start, err := e.Reset(ctx, task)
+		var start env.Start
+		err := guard("env reset", func() (err error) { start, err = e.Reset(ctx, task); return err })
 		var rend *Renderer
 		if err == nil {
 			rend, err = NewRenderer(ep.r.d.tok, start.Tools, ep.r.d.cfg.ChatVars)
@@ -104,7 +105,8 @@ func (ep *episode) condense() {
 	h.Steps = append([]Step(nil), ep.hist.Steps...)
 	ep.r.work(func() func() {
 		t0 := time.Now()
-		p, err := c.Condense(&h, rend)
+		var p Plan
+		err := guard("condenser "+c.Name(), func() (err error) { p, err = c.Condense(&h, rend); return err })
 		dur := time.Since(t0)
 		return func() {
 			ep.traj.Profile.Condense += dur
@@ -208,7 +210,8 @@ func (ep *episode) step(t *Turn) {
 	ctx, e, text := ep.r.ctx, ep.in.Env, t.Text
 	ep.r.work(func() func() {
 		t0 := time.Now()
-		res, err := e.Step(ctx, text)
+		var res env.StepResult
+		err := guard("env step", func() (err error) { res, err = e.Step(ctx, text); return err })
 		dur := time.Since(t0)
 		return func() {
 			t.Timing.Env = dur
@@ -247,9 +250,9 @@ func (ep *episode) end(why string, err error) {
 		var score env.Score
 		var serr error
 		if err == nil {
-			score, serr = e.Rubric().Score(traj)
+			serr = guard("reward", func() (err error) { score, err = e.Rubric().Score(traj); return err })
 		}
-		e.Close()
+		_ = guard("env close", e.Close)
 		dur := time.Since(t0)
 		return func() {
 			ep.traj.Profile.Reward = dur
@@ -292,4 +295,16 @@ func (ep *episode) debugTurn(t *Turn) {
 	fmt.Fprintf(w, "episode %d turn %d: context %d output %d (%s) condense %v queue %v generate %v env %v\n",
 		ep.idx, ep.actions, len(t.Context), len(t.Output), t.Finish, t.Timing.Condense, t.Timing.Queue,
 		t.Timing.Generate, t.Timing.Env)
+}
+
+// guard runs environment, tool, condenser or reward code on a worker and turns a panic in it into
+// an error naming what panicked: the episode then ends with EndError and the rest of the batch
+// goes on, instead of the whole run crashing on one bad output.
+func guard(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s panicked: %v", what, r)
+		}
+	}()
+	return f()
 }
