@@ -11,7 +11,7 @@ import (
 
 // The strongest isolation runs Python inside a minimal root filesystem: a fresh tmpfs holding
 // read-only bind mounts of the system's library directories and the interpreter's installation,
-// four device files, and the run's directory at /work — nothing else (no /etc/passwd, no /root,
+// four device files, and the run's own tmpfs at /work holding main.py — nothing else (no /etc/passwd, no /root,
 // no /home, no /proc). Mounting needs code between clone and exec, which Go's exec cannot run, so
 // the sandbox re-executes its own binary (/proc/self/exe) as a helper: this package's init sees
 // the helperEnv variable, builds the root inside the new mount namespace, chroots, drops to
@@ -22,16 +22,18 @@ const helperEnv = "MTGRPO_SANDBOX_HELPER"
 
 // helperSpec is what the parent tells the helper, as JSON in helperEnv.
 type helperSpec struct {
-	Root    string            // empty directory to mount the tmpfs root on
-	Work    string            // the run's directory, bound read-write at /work
-	Python  string            // interpreter path (the same inside, via the binds)
-	Args    []string          // argv, Args[0] included
-	Env     []string          // the interpreter's environment
-	Dirs    []string          // host directories bound read-only at the same path
-	Files   []string          // host files bound read-only at the same path
-	Devices []string          // device files bound read-write
-	Links   map[string]string // symlinks to recreate (/lib → usr/lib on merged-/usr systems)
-	UID     int               // uid/gid to switch to after mounting; -1 keeps the current one
+	Root string // empty directory to mount the tmpfs root on
+	Work string // the run's directory: its main.py is copied to /work
+	// WorkBytes is the size of the tmpfs mounted at /work: the cap on all the code writes.
+	WorkBytes int64
+	Python    string            // interpreter path (the same inside, via the binds)
+	Args      []string          // argv, Args[0] included
+	Env       []string          // the interpreter's environment
+	Dirs      []string          // host directories bound read-only at the same path
+	Files     []string          // host files bound read-only at the same path
+	Devices   []string          // device files bound read-write
+	Links     map[string]string // symlinks to recreate (/lib → usr/lib on merged-/usr systems)
+	UID       int               // uid/gid to switch to after mounting; -1 keeps the current one
 }
 
 func init() {
@@ -74,7 +76,7 @@ func runHelper(specJSON string) error {
 			return err
 		}
 	}
-	if err := bind(s.Work, filepath.Join(s.Root, "work"), true, false); err != nil {
+	if err := mountWork(s); err != nil {
 		return err
 	}
 	if err := syscall.Chroot(s.Root); err != nil {
@@ -89,6 +91,35 @@ func runHelper(specJSON string) error {
 		}
 	}
 	return syscall.Exec(s.Python, s.Args, s.Env)
+}
+
+// mountWork makes /work a tmpfs of s.WorkBytes owned by the run's user and copies main.py into
+// it. A tmpfs rather than a bind of the host directory: the code could otherwise fill the host's
+// disk with many files, each under RLIMIT_FSIZE.
+func mountWork(s helperSpec) error {
+	code, err := os.ReadFile(filepath.Join(s.Work, "main.py"))
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(s.Root, "work")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("size=%d,mode=755", s.WorkBytes)
+	if s.UID >= 0 {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", s.UID, s.UID)
+	}
+	if err := syscall.Mount("tmpfs", dst, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("tmpfs /work: %w", err)
+	}
+	main := filepath.Join(dst, "main.py")
+	if err := os.WriteFile(main, code, 0o644); err != nil {
+		return err
+	}
+	if s.UID >= 0 {
+		return os.Chown(main, s.UID, s.UID)
+	}
+	return nil
 }
 
 // bind mounts src on dst (creating dst as a directory or an empty file), read-only if asked.

@@ -12,8 +12,9 @@
 //
 //  1. Minimal root (kernel-enforced; root, or unprivileged user namespaces): the run sees a fresh
 //     tmpfs holding read-only binds of /usr, /lib*, /bin, /sbin and the interpreter's prefix,
-//     /etc/ld.so.cache and /etc/localtime, four device files, and its own directory at /work —
-//     no /etc/passwd, /root, /home, /proc or other runs' files. Built by re-executing this binary
+//     /etc/ld.so.cache and /etc/localtime, four device files, and its own directory at /work, a
+//     tmpfs of Limits.DiskBytes (all it writes together, so many small files cannot fill the
+//     host's disk) — no /etc/passwd, /root, /home, /proc or other runs' files. Built by re-executing this binary
 //     as a helper (chroot.go) in new mount and network namespaces.
 //  2. No network (kernel): a new network namespace with only a down loopback interface.
 //  3. Unprivileged user (kernel): as root the run drops to uid/gid nobody (65534), so

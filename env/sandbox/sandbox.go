@@ -27,6 +27,10 @@ type Limits struct {
 	Processes int
 	// FileBytes is RLIMIT_FSIZE: the largest file the code may write.
 	FileBytes int64
+	// DiskBytes caps everything the code writes, all files together: its directory is a tmpfs of
+	// this size (minimal-root mode only; other modes write to TempDir, bounded per file by
+	// FileBytes alone). It is memory while the run lasts.
+	DiskBytes int64
 	// OutputBytes caps what is kept of stdout and of stderr each; the rest is dropped.
 	OutputBytes int
 }
@@ -38,6 +42,7 @@ var DefaultLimits = Limits{
 	MemoryBytes: 512 << 20,
 	Processes:   64,
 	FileBytes:   16 << 20,
+	DiskBytes:   64 << 20,
 	OutputBytes: 8 << 10,
 }
 
@@ -57,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.FileBytes > 0 {
 		d.FileBytes = l.FileBytes
+	}
+	if l.DiskBytes > 0 {
+		d.DiskBytes = l.DiskBytes
 	}
 	if l.OutputBytes > 0 {
 		d.OutputBytes = l.OutputBytes
@@ -198,7 +206,7 @@ func (s *Sandbox) command(base string, iso Isolation, l Limits) (*exec.Cmd, erro
 	}
 	dirs, files, devices, links := rootLayout(s.prefixes, s.cfg.ReadDirs)
 	spec := helperSpec{
-		Root: filepath.Join(base, "root"), Work: work, Python: s.python, Args: args,
+		Root: filepath.Join(base, "root"), Work: work, WorkBytes: l.DiskBytes, Python: s.python, Args: args,
 		Env:  []string{"HOME=/work", "TMPDIR=/work", "LANG=C.UTF-8"},
 		Dirs: dirs, Files: files, Devices: devices, Links: links, UID: -1,
 	}

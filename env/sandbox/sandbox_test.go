@@ -269,3 +269,21 @@ func TestStdlibPackagesImport(t *testing.T) {
 		t.Fatalf("listing /etc: %+v", r)
 	}
 }
+
+// In the minimal root all the code writes together is capped by Limits.DiskBytes (a tmpfs), not
+// just each file by FileBytes: 6 files of 1 MiB do not fit in 4 MiB, and nothing reaches the
+// host's temp dir.
+func TestDiskCapped(t *testing.T) {
+	l := quick
+	l.FileBytes, l.DiskBytes = 1<<20, 4<<20
+	s := newTest(t, l)
+	if !s.Isolation().Chroot {
+		t.Skipf("no minimal root here (%s): only FileBytes bounds writes", s.Isolation().Note)
+	}
+	r := run(t, s, "n = 0\ntry:\n    for i in range(6):\n        with open('f%d' % i, 'wb') as f:\n            f.write(b'x' * (1 << 20))\n        n += 1\n"+
+		"finally:\n    print(n)\n")
+	// 4 MiB of tmpfs minus main.py's page: 3 whole files fit, the 4th fails with ENOSPC.
+	if r.OK() || r.Stdout != "3\n" || !strings.Contains(r.Stderr, "No space left on device") {
+		t.Fatalf("want 3 files then ENOSPC, got %+v", r)
+	}
+}
