@@ -26,6 +26,7 @@
 //     directories it may read (imports list package directories); no chdir, rename or removal
 //     outside it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit; no
 //     importing ctypes or _posixsubprocess (both reach fork or libc without an audit event); no
+//     subinterpreters (a new interpreter starts without the hook); no
 //     gc enumeration or rewriting function code (the hook's state lives in a closure).
 //
 // Layer 5 stops ordinary and careless code (reading /etc/passwd, fork loops, shelling out) with a

@@ -49,9 +49,11 @@ def _install():
         "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto",
         "resource.setrlimit", "resource.prlimit", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata",
         "os.kill", "os.killpg", "os.setuid", "gc.get_objects", "gc.get_referrers",
-        "gc.get_referents"})
-    # _posixsubprocess.fork_exec forks without raising any audit event; ctypes can call libc.
-    denied_modules = frozenset({"ctypes", "_ctypes", "_posixsubprocess"})
+        "gc.get_referents", "cpython.PyInterpreterState_New"})
+    # _posixsubprocess.fork_exec forks without raising any audit event; ctypes can call libc. A
+    # subinterpreter starts with no audit hooks at all (sys.addaudithook is per interpreter).
+    denied_modules = frozenset({"ctypes", "_ctypes", "_posixsubprocess", "_xxsubinterpreters",
+        "_xxinterpchannels", "_xxinterpqueues", "_interpreters", "_interpchannels", "_interpqueues"})
     # Rewriting a function's code or defaults could neuter this hook.
     denied_attrs = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
     pathw = frozenset({"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",

@@ -159,6 +159,11 @@ func TestHookStateOutOfReach(t *testing.T) {
 	for _, code := range []string{
 		"import sys\nprint(sorted(k for k in vars(sys.modules['__main__']) if not k.startswith('__')))\nopen('/etc/passwd')",
 		"import gc\ngc.get_objects()",
+		// A subinterpreter has no audit hooks: it could list /, fork, spawn.
+		"import _xxsubinterpreters as si\nsi.run_string(si.create(), 'import os; print(os.listdir(\"/\"))')",
+		// Loading the extension by hand still raises the import event.
+		"import sys\npf = [f for f in sys.meta_path if getattr(f, '__name__', '') == 'PathFinder'][0]\n" +
+			"spec = pf.find_spec('_xxsubinterpreters', None)\nspec.loader.create_module(spec)",
 		"def f(): pass\nf.__code__ = (lambda: 1).__code__",
 	} {
 		r := run(t, s, code)
