@@ -136,20 +136,42 @@ func (s *Scope) With(fn func()) {
 }
 
 // Keep moves ts from this scope to the scope below it on the stack, so they survive Close.
+// Tensors that Close would not free anyway (owned by a long-lived scope or by an enclosing scope)
+// stay where they are: keeping a weight must not hand it to a short-lived scope. Tensors of scopes
+// opened after this one and still open (Close unwinds those too) move as well.
 func (s *Scope) Keep(ts ...*Tensor) {
-	var parent *scopeData
-	for i := len(stack) - 1; i > 0; i-- {
-		if stack[i] == s {
-			parent = stack[i-1].d
-			break
-		}
-	}
-	if parent == nil {
+	i := s.stackIndex()
+	if i <= 0 {
 		errorf("Scope.Keep", "scope %q has no parent scope on the stack", s.d.name)
 	}
+	parent := stack[i-1].d
 	for _, t := range ts {
-		t.moveTo(parent)
+		t.handle("Scope.Keep")
+		if freedWith(t.scope, i) {
+			t.moveTo(parent)
+		}
 	}
+}
+
+// stackIndex is s's position on the stack, or -1.
+func (s *Scope) stackIndex() int {
+	for i := len(stack) - 1; i >= 0; i-- {
+		if stack[i] == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// freedWith reports whether d is a stack scope (NewScope) at position i or above: one that closing
+// the scope at i frees.
+func freedWith(d *scopeData, i int) bool {
+	for j := len(stack) - 1; j >= i; j-- {
+		if stack[j].d == d {
+			return d.onStack
+		}
+	}
+	return false
 }
 
 // Scoped runs fn in a new scope and keeps only its result, which moves to the enclosing scope.

@@ -39,6 +39,47 @@ func TestScopeFreesAndKeeps(t *testing.T) {
 	})
 }
 
+// TestKeepLeavesOtherScopesAlone: Keep (and so Scoped) moves only what the closing scope would
+// free. A weight returned from Scoped stays in its long-lived scope instead of moving into the
+// caller's short one (where the end of this Run would free it), and a tensor of an enclosing scope
+// stays in that scope.
+func TestKeepLeavesOtherScopesAlone(t *testing.T) {
+	var weights *Scope
+	var w *Tensor
+	onTorch(t, func() {
+		weights = NewLongScope("weights")
+		w = FromSlice([]float32{1, 2}).MoveTo(weights)
+		outer := FromSlice([]float32{3})
+		got := Scoped(func() *Tensor { return w })
+		if got != w || weights.Len() != 1 {
+			t.Errorf("Scoped(weight): weights scope holds %d tensors, want 1", weights.Len())
+		}
+		inner := NewScope()
+		inner.Keep(outer)
+		inner.Close()
+		if !outer.Valid() {
+			t.Error("Keep of an enclosing scope's tensor let the inner Close free it")
+		}
+		// A tensor of a scope opened after this one and left open is freed by Close, so it moves.
+		mid := NewScope()
+		NewScope()
+		x := Ones([]int64{1}, Float32, CPU)
+		mid.Keep(x)
+		mid.Close()
+		if !x.Valid() {
+			t.Error("Keep did not rescue a tensor of an unclosed inner scope")
+		}
+	})
+	onTorch(t, func() {
+		if !w.Valid() {
+			t.Error("the weight was freed with the Run that kept it")
+			return
+		}
+		expectFloats(t, "weight", w.Float32s(), []float64{1, 2}, 0)
+		weights.Close()
+	})
+}
+
 func TestUseAfterClose(t *testing.T) {
 	onTorch(t, func() {
 		var dead *Tensor
