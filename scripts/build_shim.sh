@@ -32,25 +32,24 @@ for d in /usr/lib /usr/lib/x86_64-linux-gnu "$TORCH_LIBDIR"; do
 done
 if [ "$TORCH_CUDA" = 1 ]; then
   defs="$defs -DMTGRPO_CUDA -DUSE_C10D_NCCL"
-  # cuda_runtime_api.h (CUDA headers of c10/cuda, ATen/cuda): the toolkit of $CUDA_HOME or of the
-  # nvcc on PATH, else the nvidia pip packages beside python's torch (nvidia/cuda_runtime/include
-  # up to CUDA 12, nvidia/cu13/include from CUDA 13). nccl.h (ProcessGroupNCCL in dist.cpp) comes
-  # from the nvidia NCCL pip package; without it dist.cpp builds without NCCL and CUDA process
-  # groups say so.
+  # CUDA headers (cuda_runtime_api.h for c10/cuda; cublas, cusparse, cusolver for ATen/cuda, which
+  # ProcessGroupNCCL pulls in): the toolkit of $CUDA_HOME or of the nvcc on PATH, else the nvidia
+  # pip packages beside python's torch (one include/ per library up to CUDA 12, nvidia/cu13/include
+  # from CUDA 13). nccl.h (ProcessGroupNCCL in dist.cpp) comes from the nvidia NCCL pip package;
+  # without it dist.cpp builds without NCCL and CUDA process groups say so.
   cuda_home=${CUDA_HOME:-}
   if [ -z "$cuda_home" ] && command -v nvcc >/dev/null; then cuda_home=$(dirname "$(dirname "$(command -v nvcc)")"); fi
   cuda_home=${cuda_home:-/usr/local/cuda}
-  nvidia_include() {
-    python3 -c 'import sys,glob,os,nvidia;h=[x for p in nvidia.__path__ for x in sorted(glob.glob(os.path.join(p,"**","include",sys.argv[1]),recursive=True))];print(os.path.dirname(h[0]) if h else "")' "$1" 2>/dev/null || true
+  # The include directories of the nvidia pip packages that hold header $1 (all of them for "*.h").
+  nvidia_includes() {
+    python3 -c 'import sys,glob,os,nvidia;print(" ".join(sorted({os.path.dirname(x) for p in nvidia.__path__ for x in glob.glob(os.path.join(p,"**","include",sys.argv[1]),recursive=True)})))' "$1" 2>/dev/null || true
   }
   if [ -f "$cuda_home/include/cuda_runtime_api.h" ]; then
-    TORCH_INC="$TORCH_INC -I$cuda_home/include"
+    pyincs="$cuda_home/include $(nvidia_includes nccl.h)"
   else
-    pyinc=$(nvidia_include cuda_runtime_api.h)
-    [ -n "$pyinc" ] && TORCH_INC="$TORCH_INC -I$pyinc"
+    pyincs=$(nvidia_includes '*.h')
   fi
-  ncclinc=$(nvidia_include nccl.h)
-  [ -n "$ncclinc" ] && TORCH_INC="$TORCH_INC -I$ncclinc"
+  for d in $pyincs; do TORCH_INC="$TORCH_INC -I$d"; done
   # The CUDA kernels register themselves in static initialisers of libtorch_cuda.so: force the link.
   libs="$libs -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed"
 fi
