@@ -16,7 +16,9 @@
 //     tmpfs of Limits.DiskBytes (all it writes together, so many small files cannot fill the
 //     host's disk) — no /etc/passwd, /root, /home, /proc or other runs' files. Built by re-executing this binary
 //     as a helper (chroot.go) in new mount and network namespaces.
-//  2. No network (kernel): a new network namespace with only a down loopback interface.
+//  2. No network, no leftovers (kernel): a new network namespace with only a down loopback
+//     interface, and a new PID namespace whose init is the interpreter, so the kernel kills
+//     whatever it started when it exits (even a process that called setsid to leave the group).
 //  3. Unprivileged user (kernel): as root the run drops to uid/gid nobody (65534), so
 //     RLIMIT_NPROC is enforced (the kernel exempts root) and file permissions apply.
 //  4. rlimits (kernel): RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE and RLIMIT_NPROC, set by a Python

@@ -15,17 +15,21 @@ const nobody = 65534
 // Isolation is the OS-level isolation New found to work on this machine. It tries, strongest
 // first, and keeps the first mode in which a probe program runs:
 //
-//   - as root: minimal root (see chroot.go) + network namespace + uid/gid nobody;
-//   - not root: a user namespace holding the same minimal root and network namespace, where the
-//     kernel permits unprivileged user namespaces;
-//   - as root: network namespace + uid nobody, when the interpreter is executable by nobody;
-//   - network namespace only (root), or user + network namespace (not root);
+//   - as root: minimal root (see chroot.go) + network and PID namespaces + uid/gid nobody;
+//   - not root: a user namespace holding the same minimal root, network and PID namespaces,
+//     where the kernel permits unprivileged user namespaces;
+//   - as root: network and PID namespaces + uid nobody, when nobody may run the interpreter;
+//   - network and PID namespaces only (root), or inside a user namespace (not root);
 //   - none: the audit hook and rlimits of the preamble remain.
 type Isolation struct {
 	// Chroot is true when runs see only the minimal root filesystem.
 	Chroot bool
 	// NetNS is true when runs get their own network namespace (no interfaces but a down lo).
 	NetNS bool
+	// PidNS is true when runs get their own PID namespace, whose init is the interpreter: when it
+	// exits the kernel kills every process it left behind, even one that left the process group
+	// (setsid) through a hole in the audit hook.
+	PidNS bool
 	// UserNS is true when the namespaces sit in a new user namespace (unprivileged case).
 	UserNS bool
 	// Nobody is true when runs drop to uid/gid 65534.
@@ -42,6 +46,9 @@ func (iso Isolation) attr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if iso.NetNS {
 		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if iso.PidNS {
+		a.Cloneflags |= syscall.CLONE_NEWPID
 	}
 	if iso.Chroot {
 		a.Cloneflags |= syscall.CLONE_NEWNS
@@ -80,15 +87,15 @@ func (iso Isolation) prepareDir(dir string) error {
 func candidates() []Isolation {
 	if os.Geteuid() == 0 {
 		return []Isolation{
-			{Chroot: true, NetNS: true, Nobody: true, Note: "minimal root, network namespace, uid nobody"},
-			{NetNS: true, Nobody: true, Note: "network namespace, uid nobody (no minimal root: files readable by nobody stay reachable)"},
-			{NetNS: true, Note: "network namespace; running as root, so RLIMIT_NPROC is not enforced and files stay reachable"},
+			{Chroot: true, NetNS: true, PidNS: true, Nobody: true, Note: "minimal root, network and PID namespaces, uid nobody"},
+			{NetNS: true, PidNS: true, Nobody: true, Note: "network and PID namespaces, uid nobody (no minimal root: files readable by nobody stay reachable)"},
+			{NetNS: true, PidNS: true, Note: "network and PID namespaces; running as root, so RLIMIT_NPROC is not enforced and files stay reachable"},
 			{Note: "no namespaces; running as root"},
 		}
 	}
 	return []Isolation{
-		{Chroot: true, NetNS: true, UserNS: true, Note: "user namespace with minimal root and network namespace"},
-		{NetNS: true, UserNS: true, Note: "user + network namespace (no minimal root)"},
+		{Chroot: true, NetNS: true, PidNS: true, UserNS: true, Note: "user namespace with minimal root, network and PID namespaces"},
+		{NetNS: true, PidNS: true, UserNS: true, Note: "user + network + PID namespaces (no minimal root)"},
 		{Note: "no namespaces (unprivileged user namespaces refused)"},
 	}
 }

@@ -110,6 +110,9 @@ type Sandbox struct {
 	prefixes []string // sys.prefix and friends: bound into the minimal root
 	limits   Limits
 	iso      Isolation
+	// hookless runs main.py without the preamble (no rlimits, no audit hook): tests use it to
+	// check what the kernel layers hold on their own, as against code that got past the hook.
+	hookless bool
 }
 
 // New resolves the interpreter and probes which isolation this machine permits.
@@ -197,6 +200,9 @@ func (s *Sandbox) run(ctx context.Context, code string, iso Isolation, l Limits)
 func (s *Sandbox) command(base string, iso Isolation, l Limits) (*exec.Cmd, error) {
 	work := filepath.Join(base, "work")
 	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.cfg.ReadDirs)}
+	if s.hookless {
+		args = []string{s.python, "-I", "-S", "-B", "main.py"}
+	}
 	if !iso.Chroot {
 		cmd := exec.Command(s.python, args[1:]...)
 		cmd.Dir = work

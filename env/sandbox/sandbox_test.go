@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -290,5 +291,34 @@ func TestDiskCapped(t *testing.T) {
 	// 4 MiB of tmpfs minus main.py's page: 3 whole files fit, the 4th fails with ENOSPC.
 	if r.OK() || r.Stdout != "3\n" || !strings.Contains(r.Stderr, "No space left on device") {
 		t.Fatalf("want 3 files then ENOSPC, got %+v", r)
+	}
+}
+
+// Nothing the code starts outlives the run, even a process that left the process group (setsid)
+// after getting past the audit hook: the interpreter is the init of its own PID namespace, and
+// the kernel kills the rest of the namespace when it exits. The run below has no hook at all
+// and spawns a detached "sleep 737" in a new session.
+func TestNoProcessOutlivesTheRun(t *testing.T) {
+	s := newTest(t, quick)
+	if !s.Isolation().PidNS {
+		t.Skipf("no PID namespace here (%s)", s.Isolation().Note)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	hookless := *s
+	hookless.hookless = true
+	r := run(t, &hookless, "import os\nprint(os.getpid(), os.posix_spawn("+pyQuote(sleep)+", ['sleep', '737'], {}, setsid=True) > 1)")
+	if !r.OK() || r.Stdout != "1 True\n" {
+		t.Fatalf("want the interpreter as pid 1 and a spawned child, got %+v", r)
+	}
+	time.Sleep(200 * time.Millisecond) // the kernel's kill is asynchronous
+	out, err := exec.Command("ps", "-eo", "args").Output()
+	if err != nil {
+		t.Skipf("ps: %v", err)
+	}
+	if strings.Contains(string(out), "sleep 737") {
+		t.Fatal("a process started by the run outlived it: sleep 737")
 	}
 }
