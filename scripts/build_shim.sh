@@ -24,12 +24,25 @@ mkdir -p "$OBJ"
 exec 9>build/.shim.lock
 command -v flock >/dev/null && flock 9
 
-defs="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI -DUSE_C10D_GLOO"
+defs="-D_GLIBCXX_USE_CXX11_ABI=$TORCH_ABI"
 libs="-ltorch -ltorch_cpu -lc10"
-# Debian ships libgloo.so outside the libtorch directory; PyTorch wheels link gloo statically.
-for d in /usr/lib /usr/lib/x86_64-linux-gnu "$TORCH_LIBDIR"; do
-  if [ -e "$d/libgloo.so" ]; then libs="$libs -L$d -lgloo"; break; fi
-done
+# Gloo (CPU process groups, dist.cpp) only with the gloo of this libtorch, never a system gloo of
+# another version: Debian's libtorch uses libgloo-dev (headers in /usr/include, libgloo.so beside
+# the other libraries); other libtorch builds link gloo into libtorch_cpu.so and may ship its
+# headers in their include directory.
+gloo=
+if [ "$TORCH_SOURCE" = debian ]; then
+  for d in /usr/lib/x86_64-linux-gnu /usr/lib; do
+    if [ -e "$d/libgloo.so" ] && [ -e /usr/include/gloo/config.h ]; then gloo=1; libs="$libs -L$d -lgloo"; break; fi
+  done
+else
+  for d in $TORCH_INC; do [ -e "${d#-I}/gloo/config.h" ] && gloo=1; done
+fi
+if [ -n "$gloo" ]; then
+  defs="$defs -DUSE_C10D_GLOO"
+else
+  echo "build_shim: no gloo headers for this libtorch: the shim will have no Gloo (CPU) process groups" >&2
+fi
 if [ "$TORCH_CUDA" = 1 ]; then
   defs="$defs -DMTGRPO_CUDA -DUSE_C10D_NCCL"
   # CUDA headers (cuda_runtime_api.h for c10/cuda; cublas, cusparse, cusolver for ATen/cuda, which

@@ -39,9 +39,9 @@ export MTGRPO_TORCH=python
 eval "$(scripts/libtorch.sh)"
 [ "$TORCH_CUDA" = 1 ] || { say "python's torch at $TORCH_LIBDIR has no libtorch_cuda.so"; exit 1; }
 scripts/build_shim.sh 2>&1 | tee "$OUT/build.txt"
-# dist.cpp warns when the gloo headers or nccl.h were not found (then TestDistributedGloo or the
-# NCCL test fail by saying the shim was built without that backend).
-grep -o '#warning "[^"]*"' "$OUT/build.txt" | sort -u | while read -r l; do say "build: $l"; done || true
+# build_shim.sh and dist.cpp say when the gloo headers or nccl.h were not found (then
+# TestDistributedGloo or the NCCL test fail, saying the shim was built without that backend).
+grep -E -o '#warning "[^"]*"|build_shim: no .*' "$OUT/build.txt" | sort -u | while read -r l; do say "build: $l"; done || true
 if readelf -d build/libmtgrpo_torch.so | grep -q 'libtorch_cuda.so'; then
   say "shim links libtorch_cuda.so: yes"
 else
