@@ -75,6 +75,11 @@ func runWorkers(t testing.TB, mode string, env ...string) []string {
 	for r, cmd := range cmds {
 		err := cmd.Wait()
 		res[r] = outs[r].String()
+		// PyTorch wheels may ship no gloo headers (scripts/build_shim.sh says so): on a CUDA host
+		// that is the wheel's doing, on the CPU (Debian's libtorch has them) a failure.
+		if err != nil && testDevice.IsCUDA() && strings.Contains(res[r], "built without Gloo") {
+			t.Skip("this shim was built without Gloo (no gloo headers in this libtorch)")
+		}
 		if err != nil || !strings.Contains(res[r], fmt.Sprintf("dist worker rank %d ok", r)) {
 			t.Errorf("rank %d: %v\n%s", r, err, res[r])
 		}
