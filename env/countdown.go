@@ -17,16 +17,17 @@ import (
 // <answer>, 0.1 (format score) for an answer that is wrong or breaks the rules, 1 for a correct
 // one.
 //
-// Deviations: the answer is the last <answer>...</answer> anywhere in the final message (TinyZero
-// looks only at its last line); numbers may be used at most once each (the task as usually
-// stated) unless CountdownTruth.ExactlyOnce asks for TinyZero's "each exactly once"; the result
-// is compared exactly (rationals) where TinyZero allows a 1e-5 float error.
+// As in TinyZero, every given number must be used exactly once (CountdownTruth.AtMostOnce relaxes
+// that to "at most once", the task as its prompt words it). Deviations: the answer is the last
+// <answer>...</answer> anywhere in the final message (TinyZero looks only at its last line); the
+// result is compared exactly (rationals) where TinyZero allows a 1e-5 float error.
 
 // CountdownTruth is the ground truth of a countdown row (a JSON text in reward_model.ground_truth).
 type CountdownTruth struct {
-	Target      int   `json:"target"`
-	Numbers     []int `json:"numbers"`
-	ExactlyOnce bool  `json:"exactly_once,omitempty"`
+	Target  int   `json:"target"`
+	Numbers []int `json:"numbers"`
+	// AtMostOnce lets an equation leave numbers out; by default (TinyZero) it uses each once.
+	AtMostOnce bool `json:"at_most_once,omitempty"`
 }
 
 var (
@@ -52,7 +53,7 @@ func CheckCountdown(equation string, t CountdownTruth) error {
 		avail[n]--
 		used++
 	}
-	if t.ExactlyOnce && used != len(t.Numbers) {
+	if !t.AtMostOnce && used != len(t.Numbers) {
 		return fmt.Errorf("every number must be used exactly once")
 	}
 	v, err := Evaluate(equation)

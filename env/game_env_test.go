@@ -196,9 +196,22 @@ func TestCountdown(t *testing.T) {
 			t.Errorf("%q: reward %v, want %v", c.answer, s.Reward, c.want)
 		}
 	}
-	exact := CountdownTruth{Target: 8, Numbers: []int{3, 5, 2}, ExactlyOnce: true}
-	if CheckCountdown("3 + 5", exact) == nil || CheckCountdown("(3 + 5) * 2 / 2", CountdownTruth{Target: 8, Numbers: []int{3, 5, 2, 2}, ExactlyOnce: true}) != nil {
-		t.Error("exactly-once rule")
+	// TinyZero's rule: every number exactly once. 3 + 5 = 8 leaves 2 out: a wrong answer (0.1),
+	// unless the row relaxes the rule to "at most once".
+	for _, c := range []struct {
+		truth string
+		want  float64
+	}{
+		{`{"target": 8, "numbers": [3, 5, 2]}`, 0.1},
+		{`{"target": 8, "numbers": [3, 5, 2], "at_most_once": true}`, 1},
+	} {
+		task := Task{ID: "c", Prompt: []Message{Text(RoleUser, "Countdown.")}, GroundTruth: c.truth}
+		if _, s := episode(t, e.New(), task, say("<answer>3 + 5</answer>")); s.Reward != c.want {
+			t.Errorf("%s: reward %v, want %v", c.truth, s.Reward, c.want)
+		}
+	}
+	if CheckCountdown("(3 + 5) * 2 / 2", CountdownTruth{Target: 8, Numbers: []int{3, 5, 2, 2}}) != nil {
+		t.Error("a repeated number used as often as given")
 	}
 	// Every generated task is solvable: its recorded solution checks.
 	for i, r := range GenerateCountdown(300, 4) {
