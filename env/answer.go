@@ -9,15 +9,17 @@ import (
 // Answer extraction for math word problems.
 //
 // Strict follows verl's gsm8k reward (verl/utils/reward_score/gsm8k.py, method "strict"): the
-// answer is the number after "#### ", commas and "$" removed. Where verl's newer versions take the
-// last "#### " match, so do we. Lenient tries, in order: "#### ", the last \boxed{...}, the last
+// answer is the number after "#### " (four hashes and exactly one space, as in verl's regex, so
+// "####42" has no strict answer), commas and "$" removed; the last match wins, as in verl's
+// newer versions. verl first clips the text to its last 300 characters (a speed measure); we
+// search the whole text, which differs only when the last "#### " is further from the end. Lenient tries, in order: "#### ", the last \boxed{...}, the last
 // "Answer:" line, then the last number in the text (verl's "flexible").
 //
 // Deviation: verl compares answer strings exactly; AnswersEqual compares numbers as exact
 // rationals, so "72.0", "72" and "$72" agree. Non-numeric answers compare as trimmed strings.
 
 var (
-	hashRe    = regexp.MustCompile(`#### *(-?[0-9.,]*[0-9])`)
+	hashRe    = regexp.MustCompile(`#### (-?[0-9.,]*[0-9])`)
 	numberRe  = regexp.MustCompile(`-?[0-9][0-9,]*(?:\.[0-9]+)?|-?\.[0-9]+`)
 	answerRe  = regexp.MustCompile(`(?i)answer\s*(?:is)?\s*[:=]\s*([^\n]*)`)
 	boxedOpen = `\boxed{`

@@ -17,6 +17,10 @@ func TestAnswerExtraction(t *testing.T) {
 		{"Answer: $1,200.", "", "1200"},
 		{"We get 3 apples, then 4.5 apples.", "", "4.5"},
 		{"#### -7", "-7", "-7"},
+		// verl's strict regex is "#### (\-?[0-9\.\,]+)": one space, then the number.
+		{"####42", "", "42"},
+		{"####  42", "", "42"},
+		{"#### 42.", "42", "42"},
 		{"no numbers", "", ""},
 	}
 	for _, c := range cases {
