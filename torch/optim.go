@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // AdamWConfig holds AdamW's hyper-parameters (PyTorch's defaults except WeightDecay, which
@@ -26,14 +27,15 @@ func DefaultAdamW() AdamWConfig {
 }
 
 // AdamW is torch.optim.AdamW over a fixed list of parameters: decoupled weight decay and bias
-// correction, state (two moment tensors per parameter and the step count) kept as tensors in a
-// long-lived scope. One Step is one crossing for all parameters.
+// correction, state (two moment tensors per parameter, kept as tensors in a long-lived scope, and
+// a step count per parameter, as PyTorch keeps). One Step is one crossing for all parameters.
 type AdamW struct {
 	Config AdamWConfig
 	params []*Tensor
 	m, v   []*Tensor // first and second moments, like the parameters
 	decay  []C.int   // 1 where weight decay applies
-	step   int64
+	steps  []int64   // per parameter: the updates it received (its bias-correction step)
+	step   int64     // Step calls
 	state  *Scope
 }
 
@@ -43,6 +45,7 @@ func NewAdamW(params []*Tensor, cfg AdamWConfig) *AdamW {
 	o.state.With(func() {
 		for _, p := range params {
 			o.decay = append(o.decay, 1)
+			o.steps = append(o.steps, 0)
 			o.m = append(o.m, ZerosLike(p))
 			o.v = append(o.v, ZerosLike(p))
 		}
@@ -50,8 +53,8 @@ func NewAdamW(params []*Tensor, cfg AdamWConfig) *AdamW {
 	return o
 }
 
-// Step applies one update from the parameters' current gradients (those without one are left
-// alone) and advances the step count.
+// Step applies one update from the parameters' current gradients. A parameter without one is left
+// alone and, as in PyTorch, its own step count (which sets its bias correction) does not advance.
 func (o *AdamW) Step() {
 	if len(o.params) == 0 {
 		return
@@ -59,8 +62,8 @@ func (o *AdamW) Step() {
 	c := o.Config
 	o.step++
 	ps, ms, vs := handles("AdamW.Step", o.params), handles("AdamW.Step", o.m), handles("AdamW.Step", o.v)
-	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ms[0], &vs[0], &o.decay[0], C.int(len(ps)), C.int64_t(o.step), C.double(c.LR),
-		C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay)))
+	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ms[0], &vs[0], &o.decay[0], (*C.int64_t)(unsafe.Pointer(&o.steps[0])),
+		C.int(len(ps)), C.double(c.LR), C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay)))
 }
 
 // NoDecay exempts ps (which must be among the optimizer's parameters) from weight decay, as
@@ -80,7 +83,7 @@ func (o *AdamW) NoDecay(ps ...*Tensor) {
 	}
 }
 
-// Steps is the number of updates applied so far.
+// Steps is the number of Step calls so far.
 func (o *AdamW) Steps() int64 { return o.step }
 
 // ZeroGrad drops the parameters' gradients.
@@ -89,32 +92,45 @@ func (o *AdamW) ZeroGrad() { ZeroGrad(o.params) }
 // Close frees the optimizer state.
 func (o *AdamW) Close() { o.state.Close() }
 
-// State returns the optimizer state for a checkpoint: "step" (an int64 scalar) and
-// "<i>.exp_avg", "<i>.exp_avg_sq" for parameter i. The moment tensors are the live buffers (owned
-// by the optimizer): write them out before the next Step. "step" belongs to the current scope.
+// State returns the optimizer state for a checkpoint: "step" (the Step calls, an int64 scalar)
+// and, for parameter i, "<i>.step" (its own step count, an int64 scalar), "<i>.exp_avg" and
+// "<i>.exp_avg_sq", as in PyTorch's optimizer state_dict. The moment tensors are the live buffers
+// (owned by the optimizer): write them out before the next Step. The step scalars belong to the
+// current scope.
 func (o *AdamW) State() map[string]*Tensor {
 	st := map[string]*Tensor{"step": Scalar(float64(o.step), Int64, CPU)}
 	for i := range o.params {
-		st[strconv.Itoa(i)+".exp_avg"] = o.m[i]
-		st[strconv.Itoa(i)+".exp_avg_sq"] = o.v[i]
+		k := strconv.Itoa(i)
+		st[k+".step"] = Scalar(float64(o.steps[i]), Int64, CPU)
+		st[k+".exp_avg"] = o.m[i]
+		st[k+".exp_avg_sq"] = o.v[i]
 	}
 	return st
 }
 
 // LoadState copies a state written by State into the optimizer, checking every entry's presence
-// and shape.
+// and shape; on an error the optimizer is unchanged.
 func (o *AdamW) LoadState(st map[string]*Tensor) (err error) {
 	defer Recover(&err)
 	s, ok := st["step"]
 	if !ok {
 		return fmt.Errorf("torch: AdamW state: missing \"step\"")
 	}
+	steps := make([]int64, len(o.params))
 	for i := range o.params {
+		k := strconv.Itoa(i)
+		ps, ok := st[k+".step"]
+		if !ok {
+			return fmt.Errorf("torch: AdamW state: missing %q", k+".step")
+		}
+		if steps[i] = ps.Int(); steps[i] < 0 {
+			return fmt.Errorf("torch: AdamW state: %q is %d, want a count >= 0", k+".step", steps[i])
+		}
 		for _, kind := range []struct {
 			name string
 			dst  *Tensor
 		}{{"exp_avg", o.m[i]}, {"exp_avg_sq", o.v[i]}} {
-			key := strconv.Itoa(i) + "." + kind.name
+			key := k + "." + kind.name
 			src, ok := st[key]
 			if !ok {
 				return fmt.Errorf("torch: AdamW state: missing %q", key)
@@ -124,7 +140,7 @@ func (o *AdamW) LoadState(st map[string]*Tensor) (err error) {
 			}
 		}
 	}
-	if want := 1 + 2*len(o.params); len(st) != want {
+	if want := 1 + 3*len(o.params); len(st) != want {
 		return fmt.Errorf("torch: AdamW state: %d entries, want %d for %d parameters", len(st), want, len(o.params))
 	}
 	for i := range o.params {
@@ -132,6 +148,7 @@ func (o *AdamW) LoadState(st map[string]*Tensor) (err error) {
 		o.v[i].Copy_(st[strconv.Itoa(i)+".exp_avg_sq"])
 	}
 	o.step = s.Int()
+	copy(o.steps, steps)
 	return nil
 }
 

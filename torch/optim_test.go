@@ -2,6 +2,7 @@ package torch
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +35,7 @@ func TestAdamWTwoSteps(t *testing.T) {
 			t.Errorf("after step 2: p = %.12f, want 0.917710354221", got)
 		}
 		st := opt.State()
-		if st["step"].Int() != 2 || math.Abs(st["0.exp_avg"].Float()+0.055) > 1e-15 ||
+		if st["step"].Int() != 2 || st["0.step"].Int() != 2 || math.Abs(st["0.exp_avg"].Float()+0.055) > 1e-15 ||
 			math.Abs(st["0.exp_avg_sq"].Float()-0.00124975) > 1e-15 {
 			t.Errorf("state: step %d m %v v %v", st["step"].Int(), st["0.exp_avg"].Float(), st["0.exp_avg_sq"].Float())
 		}
@@ -113,6 +114,51 @@ func TestAdamWNoDecay(t *testing.T) {
 		}
 		if Do(func() error { opt.NoDecay(dev(FromSlice([]float64{1}))); return nil }) == nil {
 			t.Error("NoDecay of a foreign tensor accepted")
+		}
+	})
+}
+
+// TestAdamWStepCountPerParameter: as in PyTorch, a parameter without a gradient is skipped and
+// its own step count stays put, so its first update, whenever it comes, is a first-step update.
+//
+// lr 0.1, betas (0.9, 0.999), eps 1e-8, no weight decay; q = 1 gets its first gradient, g = 2, at
+// the optimizer's second Step. Its step count is then 1: m = 0.1·2 = 0.2, v = 0.001·4 = 0.004,
+// m̂ = 0.2/0.1 = 2, √v̂ = √(0.004/0.001) = 2, q = 1 − 0.1·2/(2 + 1e-8) = 0.9000000005.
+// (With the optimizer's count, 2, it would be 1 − 0.1·(0.2/0.19)/√(0.004/0.001999) = 0.92559.)
+func TestAdamWStepCountPerParameter(t *testing.T) {
+	onTorch(t, func() {
+		p := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		q := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		opt := NewAdamW([]*Tensor{p, q}, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+		defer opt.Close()
+		p.Sum(false).Backward() // q has no gradient yet
+		opt.Step()
+		if q.Float() != 1 {
+			t.Errorf("q moved without a gradient: %v", q.Float())
+		}
+		opt.ZeroGrad()
+		p.Add(q.MulScalar(2)).Sum(false).Backward()
+		opt.Step()
+		if got := q.Float(); math.Abs(got-0.9000000005) > 1e-12 {
+			t.Errorf("q after its first update = %.12f, want 0.9000000005", got)
+		}
+		st := opt.State()
+		if st["step"].Int() != 2 || st["0.step"].Int() != 2 || st["1.step"].Int() != 1 {
+			t.Errorf("step counts: optimizer %d, p %d, q %d; want 2, 2, 1", st["step"].Int(), st["0.step"].Int(), st["1.step"].Int())
+		}
+		// The per-parameter counts survive a save and load.
+		opt2 := NewAdamW([]*Tensor{p, q}, DefaultAdamW())
+		defer opt2.Close()
+		if err := opt2.LoadState(st); err != nil {
+			t.Error(err)
+			return
+		}
+		if st2 := opt2.State(); st2["1.step"].Int() != 1 || st2["0.step"].Int() != 2 {
+			t.Errorf("loaded step counts p %d, q %d; want 2, 1", st2["0.step"].Int(), st2["1.step"].Int())
+		}
+		delete(st, "1.step")
+		if err := opt2.LoadState(st); err == nil || !strings.Contains(err.Error(), `"1.step"`) {
+			t.Errorf("state without 1.step: %v", err)
 		}
 	})
 }

@@ -6,29 +6,29 @@
 
 extern "C" {
 
-mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay, int n,
-                     int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay) {
+mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay,
+                     int64_t* steps, int n, double lr, double beta1, double beta2, double eps, double weight_decay) {
   MT_BEGIN
-  if (step < 1) throw std::invalid_argument("adamw: step must be >= 1");
   at::NoGradGuard no_grad;
-  // PyTorch's torch.optim.AdamW (single-tensor path):
+  // PyTorch's torch.optim.AdamW (single-tensor path), t = this parameter's step count:
   //   p *= 1 - lr*wd;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
   //   p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
-  double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-  double step_size = lr / bc1;
-  double bc2_sqrt = std::sqrt(bc2);
   for (int i = 0; i < n; i++) {
     at::Tensor& p = mt::T(params[i]);
     const at::Tensor& g = p.grad();
     if (!g.defined()) continue;
+    if (steps[i] < 0) throw std::invalid_argument("adamw: parameter " + std::to_string(i) + " has a negative step count");
     at::Tensor& m = mt::T(exp_avg[i]);
     at::Tensor& v = mt::T(exp_avg_sq[i]);
+    double t = static_cast<double>(steps[i] + 1);
+    double step_size = lr / (1.0 - std::pow(beta1, t));
+    double bc2_sqrt = std::sqrt(1.0 - std::pow(beta2, t));
     if (weight_decay != 0 && (decay == nullptr || decay[i])) p.mul_(1.0 - lr * weight_decay);
     m.lerp_(g, 1.0 - beta1);
     v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
     at::Tensor denom = (v.sqrt() / bc2_sqrt).add_(eps);
     p.addcdiv_(m, denom, -step_size);
+    steps[i]++;
   }
   MT_END
 }

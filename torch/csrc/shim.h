@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 2
+#define MT_ABI_VERSION 3
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
@@ -189,11 +189,13 @@ MT_API mt_err mt_grad_enabled(int* out);
 
 /* ---- optim.cpp ------------------------------------------------------------------------------ */
 /* One AdamW step (decoupled weight decay, bias correction; PyTorch's torch.optim.AdamW) over n
- * parameters with their first and second moment buffers. step is the 1-based step number after
- * this update. decay (NULL = all) says per parameter whether weight decay applies (Hugging Face
- * excludes biases and norm weights). Parameters without a gradient are skipped. */
+ * parameters with their first and second moment buffers. steps[i] is parameter i's own step count,
+ * as PyTorch keeps one per parameter: a parameter with a gradient has it incremented here and is
+ * updated with the bias corrections of the new count; a parameter without one is skipped and keeps
+ * its count. decay (NULL = all) says per parameter whether weight decay applies (Hugging Face
+ * excludes biases and norm weights). */
 MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay,
-                            int n, int64_t step, double lr, double beta1, double beta2, double eps,
+                            int64_t* steps, int n, double lr, double beta1, double beta2, double eps,
                             double weight_decay);
 /* A printable rendering of t's values (libtorch's operator<<), malloc'd into *out. */
 MT_API mt_err mt_to_string(mt_tensor t, char** out);
