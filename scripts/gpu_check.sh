@@ -53,6 +53,12 @@ say "python torch: $(python3 -c 'import sys,torch;print(torch.__version__, "cuda
 # --- 2 and 3. version, CUDA availability, the test suite on the GPU ---------------------------
 # The test binary runs in the package directory, as `go test` would.
 bin=$PWD/$TEST_BIN
+# The binary was built elsewhere: a glibc older than the build machine's (it needs 2.34) or a
+# library the loader cannot find stops it before any test runs. Say so plainly.
+if ! (cd torch && "$bin" -test.list '^TestVersion$' >"$OUT/start.txt" 2>&1); then
+  say "the test binary does not start here: $(head -3 "$OUT/start.txt" | tr '\n' ' ')"
+  exit 1
+fi
 status=0
 (cd torch && MTGRPO_TEST_DEVICE=$DEVICE "$bin" -test.v -test.count=1 -test.timeout 20m) >"$OUT/tests.txt" 2>&1 || status=$?
 grep -m1 'libtorch .*CUDA available' "$OUT/tests.txt" | sed 's/^ *[a-z_]*\.go:[0-9]*: //' | while read -r l; do say "binding: $l"; done || true
