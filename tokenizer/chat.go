@@ -197,7 +197,19 @@ func (t *Tokenizer) render(messages []any, opts ChatOptions) (string, error) {
 	if c == nil {
 		return fallbackChat(t, messages, opts.AddGenerationPrompt), ErrNoChatTemplate
 	}
-	out, err := c.tpl.ExecuteToString(exec.NewContext(vars))
+	return execute(c, vars)
+}
+
+// execute runs the template. gonja panics on a few expressions where Python raises (1 % 0,
+// "a" * -1); the template comes from the model's files and the messages from the caller, so a
+// panic becomes the render's error.
+func execute(c *chatTemplate, vars map[string]any) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("chat template: %v", r)
+		}
+	}()
+	out, err = c.tpl.ExecuteToString(exec.NewContext(vars))
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}

@@ -160,3 +160,24 @@ func TestNamedTemplates(t *testing.T) {
 		t.Error("unknown template name: no error")
 	}
 }
+
+// Expressions on which gonja panics (where Python raises) fail the render with an error.
+func TestChatTemplatePanicIsError(t *testing.T) {
+	tk, err := FromJSON([]byte(minimalJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tpl, want := range map[string]string{
+		`{{ 1 % 0 }}`:      "divide by zero",
+		`{{ "a" * -1 }}`:   "negative Repeat count",
+		`{{ "%d" % "x" }}`: "divide by zero",
+	} {
+		if err := tk.SetChatTemplate(tpl); err != nil {
+			t.Fatalf("%s: %v", tpl, err)
+		}
+		out, err := tk.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, ChatOptions{})
+		if err == nil || out != "" || !strings.Contains(err.Error(), "chat template: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want an error containing %q, got %q, %v", tpl, want, out, err)
+		}
+	}
+}
