@@ -204,6 +204,19 @@ func (d *scopeData) remove(t *Tensor) {
 	d.ts[t.slot] = nil
 	d.live.Add(-1)
 	t.scope = nil
+	// A long-lived scope whose tensors come and go (Free, MoveTo) would otherwise grow its slot
+	// list for ever: compact once more than half of it is empty (amortised O(1) per removal).
+	if n := len(d.ts); n >= 64 && d.live.Load()*2 < int64(n) {
+		kept := d.ts[:0]
+		for _, x := range d.ts {
+			if x != nil {
+				x.slot = len(kept)
+				kept = append(kept, x)
+			}
+		}
+		clear(d.ts[len(kept):])
+		d.ts = kept
+	}
 }
 
 func mustTorchThread(op string) {

@@ -80,6 +80,32 @@ func TestKeepLeavesOtherScopesAlone(t *testing.T) {
 	})
 }
 
+// TestLongScopeChurnStaysSmall: a long-lived scope whose tensors are replaced one by one (a
+// buffer swapped every step) keeps its bookkeeping proportional to the live tensors, not to all
+// the tensors it ever held, and the survivors stay valid and owned.
+func TestLongScopeChurnStaysSmall(t *testing.T) {
+	onTorch(t, func() {
+		long := NewLongScope("churn")
+		defer long.Close()
+		keep := Full([]int64{1}, 7, Float32, CPU).MoveTo(long)
+		cur := Zeros([]int64{1}, Float32, CPU).MoveTo(long)
+		for i := 0; i < 5000; i++ {
+			next := Full([]int64{1}, float64(i), Float32, CPU).MoveTo(long)
+			cur.Free()
+			cur = next
+		}
+		if long.Len() != 2 || len(long.d.ts) > 64 {
+			t.Errorf("after 5000 swaps: %d live, %d slots (want 2 live, at most 64 slots)", long.Len(), len(long.d.ts))
+		}
+		expectFloats(t, "survivors", Cat([]*Tensor{keep, cur}, 0).Float32s(), []float64{7, 4999}, 0)
+		n := LiveTensors()
+		cur.Free() // its slot index was rewritten by the compaction: freeing must hit the right one
+		if LiveTensors() != n-1 || long.Len() != 1 || !keep.Valid() {
+			t.Errorf("Free after compaction: live %d -> %d, scope %d, keep valid %v", n, LiveTensors(), long.Len(), keep.Valid())
+		}
+	})
+}
+
 func TestUseAfterClose(t *testing.T) {
 	onTorch(t, func() {
 		var dead *Tensor
