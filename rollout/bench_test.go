@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -48,6 +49,113 @@ func BenchmarkEngineTiny(b *testing.B) {
 				st := e.Stats()
 				b.ReportMetric(float64(st.Forward.Microseconds())/float64(st.Steps), "forward-µs/step")
 				b.ReportMetric(float64(st.Sample.Microseconds())/float64(st.Steps), "sample-µs/step")
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkEngineTinyMixed is the RL-shaped workload on the tiny model: 64 sequences at once with
+// prompts of 16..128 and outputs of 16..256 tokens (uniform, seeded), so sequences finish at
+// different steps and their slots fall free in the middle of the cache. Reports generated tokens/s
+// and the sequences moved to keep the busy slots contiguous.
+//
+//	go test -run '^$' -bench EngineTinyMixed -benchtime 3x ./rollout/
+func BenchmarkEngineTinyMixed(b *testing.B) {
+	err := torch.Run(func() error {
+		m := tinyModel(b, 1)
+		defer m.Close()
+		const n = 64
+		be, err := NewModelBackend(m, n, 400)
+		if err != nil {
+			return err
+		}
+		defer be.Close()
+		e, _ := NewEngine(be, nil, Config{})
+		r := rand.New(rand.NewPCG(3, 4))
+		ins, outs := make([]int, n), make([]int, n)
+		for i := range ins {
+			ins[i], outs[i] = 16+r.IntN(113), 16+r.IntN(241)
+		}
+		prompts := randomPrompts(1, m.Config.VocabSize, ins...)
+		var tokens int
+		var elapsed time.Duration
+		b.ResetTimer()
+		for range b.N {
+			reqs := make([]*Request, n)
+			for i := range reqs {
+				reqs[i] = &Request{Prompt: prompts[i], Sampling: Sampling{Temperature: 1, MaxNewTokens: outs[i], IgnoreEOS: true}}
+			}
+			t0 := time.Now()
+			out, err := e.Generate(reqs)
+			if err != nil {
+				return err
+			}
+			elapsed += time.Since(t0)
+			for _, r := range out {
+				tokens += len(r[0].Tokens)
+			}
+		}
+		b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tokens/s")
+		b.ReportMetric(float64(e.Stats().Moves)/float64(b.N), "moves/op")
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDecodeSlotLayout is one decode step of 32 sequences with 384 cached tokens each on the
+// tiny model, their slots contiguous (0..31, what the engine keeps) or every other slot (0, 2, ...,
+// 62: the holes finished sequences leave), where every layer first gathers the rows of those slots
+// out of its cache.
+//
+//	go test -run '^$' -bench DecodeSlotLayout -count 3 ./rollout/
+func BenchmarkDecodeSlotLayout(b *testing.B) {
+	const slots, cached = 64, 384
+	for _, layout := range []string{"contiguous", "holes"} {
+		b.Run(layout, func(b *testing.B) {
+			err := torch.Run(func() error {
+				m := tinyModel(b, 1)
+				defer m.Close()
+				be, err := NewModelBackend(m, slots, cached+1)
+				if err != nil {
+					return err
+				}
+				defer be.Close()
+				prompts := randomPrompts(1, m.Config.VocabSize, repeatLen(cached, slots)...)
+				for i := 0; i < slots; i += 8 {
+					s := torch.NewScope()
+					_, err := be.Extend([]int{i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6, i + 7}, prompts[i:i+8])
+					s.Close()
+					if err != nil {
+						return err
+					}
+				}
+				run, next := make([]int, 32), make([][]int32, 32)
+				for i := range run {
+					run[i], next[i] = i, []int32{5}
+					if layout == "holes" {
+						run[i] = 2 * i
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					s := torch.NewScope()
+					_, err := be.Extend(run, next)
+					s.Close()
+					if err != nil {
+						return err
+					}
+					for _, slot := range run {
+						if err := be.Cache.Truncate(slot, cached); err != nil {
+							return err
+						}
+					}
+				}
 				return nil
 			})
 			if err != nil {

@@ -130,6 +130,7 @@ func (e *Engine) Abort(r *Request) []*Result {
 			e.release(q)
 		}
 	}
+	_ = e.compact() // on a failed copy the holes stay: slower steps, same results
 	return out
 }
 
@@ -174,6 +175,39 @@ func (e *Engine) release(q *sequence) {
 	e.b.Reset(q.slot)
 	e.active[q.slot] = nil
 	e.free = append(e.free, q.slot)
+}
+
+// compact keeps the running sequences in slots 0..n-1: the sequence in the highest busy slot moves
+// into each hole that finished sequences left below it (Backend.Fork copies its cache, once), and
+// the free slots are handed out lowest first. Every step's slots then form one ascending run, which
+// the model reads from the cache in place; with holes it would gather the step's rows out of every
+// layer's cache on every step (model.Extend), a copy as large as the attention's own reads. A
+// failed copy leaves the engine as it was (holes cost speed, not correctness).
+func (e *Engine) compact() error {
+	lo, hi := 0, len(e.active)-1
+	for {
+		for lo < len(e.active) && e.active[lo] != nil {
+			lo++
+		}
+		for hi >= 0 && e.active[hi] == nil {
+			hi--
+		}
+		if lo >= hi {
+			break
+		}
+		q := e.active[hi]
+		if err := e.b.Fork(hi, lo); err != nil {
+			return err
+		}
+		e.b.Reset(hi)
+		e.active[lo], e.active[hi], q.slot = q, nil, lo
+		e.stats.Moves++
+	}
+	e.free = e.free[:0]
+	for s := len(e.active) - 1; s >= 0 && e.active[s] == nil; s-- {
+		e.free = append(e.free, s)
+	}
+	return nil
 }
 
 // Step runs one forward pass: it feeds every running sequence its last sampled token, prefills

@@ -58,18 +58,20 @@ func TestEngineContinuousBatchingReusesSlots(t *testing.T) {
 				t.Errorf("request %d: %v, want %v", i, out[i][0].Tokens, want[i])
 			}
 		}
-		// Slots are handed out from 0: A in 0, B in 1; C takes 0 when A is done.
+		// Slots are handed out from 0: A in 0, B in 1. When A is done, B moves down to slot 0 (the
+		// busy slots stay 0..n-1) and C takes slot 1.
 		wantCalls := []MockCall{
 			{Slots: []int{0, 1}, New: []int{2, 1}}, // prefill A and B
 			{Slots: []int{0, 1}, New: []int{1, 1}}, // decode; A ends (2 tokens)
-			{Slots: []int{1, 0}, New: []int{1, 3}}, // B decodes while C is prefilled in slot 0
+			{Slots: []int{0, 1}, New: []int{1, 3}}, // B decodes in slot 0 while C is prefilled in slot 1
 			{Slots: []int{0, 1}, New: []int{1, 1}},
 			{Slots: []int{0, 1}, New: []int{1, 1}}, // C ends (3 tokens) and B ends (5 tokens)
 		}
 		if !reflect.DeepEqual(m.Calls, wantCalls) {
 			t.Errorf("calls\n%v\nwant\n%v", m.Calls, wantCalls)
 		}
-		if s := e.Stats(); s.Steps != 5 || s.PrefillTokens != 6 || s.Generated != 10 || s.DecodeTokens != 7 || s.MaxBatch != 2 {
+		if s := e.Stats(); s.Steps != 5 || s.PrefillTokens != 6 || s.Generated != 10 || s.DecodeTokens != 7 || s.MaxBatch != 2 ||
+			s.Moves != 1 {
 			t.Errorf("stats %+v", s)
 		}
 		if !e.Idle() || e.Running() != 0 {
@@ -389,10 +391,75 @@ func TestEngineSplitsPrefillFromDecode(t *testing.T) {
 			t.Errorf("outputs %v %v", out[1][0].Tokens, out[2][0].Tokens)
 		}
 		// Step 1 prefills A (2 tokens) and B (1): 2 rows × 2 = 4 ≤ 2 + 0 + 1, no decodes anyway.
-		// Step 3: B decodes, C (3 tokens) is prefilled: split.
-		if !reflect.DeepEqual(m.Calls[2], MockCall{Slots: []int{1}, New: []int{1}}) ||
-			!reflect.DeepEqual(m.Calls[3], MockCall{Slots: []int{0}, New: []int{3}}) || e.Stats().SplitSteps != 1 {
+		// Step 3: B (moved to slot 0 when A ended) decodes, C (3 tokens) is prefilled in slot 1:
+		// split.
+		if !reflect.DeepEqual(m.Calls[2], MockCall{Slots: []int{0}, New: []int{1}}) ||
+			!reflect.DeepEqual(m.Calls[3], MockCall{Slots: []int{1}, New: []int{3}}) || e.Stats().SplitSteps != 1 {
 			t.Errorf("calls %v, split steps %d", m.Calls, e.Stats().SplitSteps)
+		}
+		return nil
+	})
+}
+
+// sumNext is a mock whose greedy next token is (Σ history) mod 61 + 3: every token depends on the
+// whole history, so a sequence moved to another slot without its cache would go wrong at once.
+func sumNext(v int) func([]int32) []float32 {
+	return func(h []int32) []float32 {
+		sum := 0
+		for _, x := range h {
+			sum += int(x)
+		}
+		return oneHot(v, sum%61+3, 10)
+	}
+}
+
+// Sequences of different lengths finishing at different steps leave holes; the engine moves the
+// highest running sequence into each, so every forward pass gets one ascending run of slots from 0
+// (the model then reads its cache in place) or, split, two adjacent runs, and every output is
+// still the continuation of its own history.
+func TestEngineKeepsBusySlotsContiguous(t *testing.T) {
+	onTorch(t, func() error {
+		m := NewMockModel(64, 6, 64, sumNext(64))
+		e, _ := NewEngine(m, nil, Config{})
+		var reqs []*Request
+		// The first step admits three requests of 2, 3 and 1 samples: two groups with copies.
+		samples := []int{2, 3, 1, 2, 1, 3, 1, 2, 2, 1}
+		for i, n := range []int{9, 2, 5, 1, 7, 3, 4, 6, 2, 8} {
+			reqs = append(reqs, &Request{Prompt: []int32{int32(10 + i), int32(20 + i)}, N: samples[i],
+				Sampling: Sampling{Greedy: true, MaxNewTokens: n}})
+		}
+		out, err := e.Generate(reqs)
+		if err != nil {
+			return err
+		}
+		for i, rs := range out {
+			for _, r := range rs {
+				h := append([]int32(nil), reqs[i].Prompt...)
+				for k, tok := range r.Tokens {
+					if want := sumNext(64)(h); want[tok] != 10 {
+						t.Errorf("request %d sample %d token %d: %d does not continue its history", i, r.Sample, k, tok)
+						break
+					}
+					h = append(h, tok)
+				}
+				if len(r.Tokens) != reqs[i].Sampling.MaxNewTokens {
+					t.Errorf("request %d: %d tokens, want %d", i, len(r.Tokens), reqs[i].Sampling.MaxNewTokens)
+				}
+			}
+		}
+		for i, c := range m.Calls {
+			for k := 1; k < len(c.Slots); k++ {
+				if c.Slots[k] != c.Slots[k-1]+1 {
+					t.Errorf("call %d reads slots %v: not one ascending run", i, c.Slots)
+					break
+				}
+			}
+			if c.Slots[0] != 0 && (i == 0 || c.Slots[0] != m.Calls[i-1].Slots[len(m.Calls[i-1].Slots)-1]+1) {
+				t.Errorf("call %d starts at slot %d", i, c.Slots[0])
+			}
+		}
+		if e.Stats().Moves == 0 {
+			t.Error("no sequence was moved: the workload should leave holes")
 		}
 		return nil
 	})

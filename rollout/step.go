@@ -13,6 +13,7 @@ type Stats struct {
 	DecodeTokens  int           // generated tokens fed back (one per running sequence per step)
 	Generated     int           // tokens sampled
 	Forks         int           // slots filled by copying a prompt's cache instead of a prefill
+	Moves         int           // running sequences moved to a lower slot to keep the busy slots 0..n-1
 	SplitSteps    int           // steps run as two passes (decodes, then prompts)
 	MaxBatch      int           // most sequences in one step
 	Forward       time.Duration // in Backend.Extend (and Fork)
@@ -86,6 +87,11 @@ func (e *Engine) step() ([]*Result, error) {
 			e.release(q)
 		}
 	}
+	if len(done) > 0 {
+		if err := e.compact(); err != nil {
+			return nil, err
+		}
+	}
 	return done, nil
 }
 
@@ -125,41 +131,59 @@ func (p *stepPlan) add(slot int, tokens []int32, q *sequence) {
 
 // admit moves waiting samples into free slots, first come first served, within the step's prompt
 // token budget (at least one prompt per step). The samples of a request admitted together share
-// one prefill: the prompt runs in the first slot and is copied into the others after the pass;
-// all of them sample their first token from that prompt's logits row.
+// one prefill: the prompt runs in the first sample's slot and is copied into the others after the
+// pass; all of them sample their first token from that prompt's logits row. The prompts take the
+// lowest free slots and their copies the slots above them, so that the pass's rows (running
+// sequences, then prompts) are one ascending run of slots.
 func (e *Engine) admit(p *stepPlan, now time.Time) {
-	for len(e.waiting) > 0 && len(e.free) > 0 {
-		w := e.waiting[0]
-		n := len(w.req.Prompt)
-		if p.prompt > 0 && p.prompt+n > e.cfg.MaxPrefillTokens {
-			return
-		}
-		k := min(w.req.samples()-w.next, len(e.free))
-		var group []*sequence
-		for range k {
-			slot := e.free[len(e.free)-1]
-			e.free = e.free[:len(e.free)-1]
-			q := newSequence(e, w.req, w.next, slot, w.seed, now)
-			e.active[slot] = q
-			group = append(group, q)
-			w.next++
-		}
-		e.b.Reset(group[0].slot)
-		p.add(group[0].slot, w.req.Prompt, group[0])
-		row := p.rows[len(p.rows)-1]
-		if k > 1 {
-			f := fork{src: group[0].slot}
-			for _, q := range group[1:] {
-				f.dsts = append(f.dsts, q.slot)
-				p.rows = append(p.rows, row)
-				p.seqs = append(p.seqs, q)
-			}
-			p.forks = append(p.forks, f)
-			e.stats.Forks += k - 1
-		}
-		p.prompt += n
-		if w.next == w.req.samples() {
-			e.waiting = e.waiting[1:]
-		}
+	type group struct {
+		w *waiting
+		k int // samples admitted
 	}
+	var groups []group
+	free := len(e.free)
+	for _, w := range e.waiting {
+		n := len(w.req.Prompt)
+		if free == 0 || p.prompt > 0 && p.prompt+n > e.cfg.MaxPrefillTokens {
+			break
+		}
+		k := min(w.req.samples()-w.next, free)
+		groups = append(groups, group{w, k})
+		free -= k
+		p.prompt += n
+	}
+	leaders := make([]*sequence, len(groups))
+	first := len(p.rows) // logits row of the first prompt
+	for i, g := range groups {
+		leaders[i] = e.start(g.w, now)
+		e.b.Reset(leaders[i].slot)
+		p.add(leaders[i].slot, g.w.req.Prompt, leaders[i])
+	}
+	for i, g := range groups {
+		if g.k == 1 {
+			continue
+		}
+		row, f := p.rows[first+i], fork{src: leaders[i].slot}
+		for range g.k - 1 {
+			q := e.start(g.w, now)
+			f.dsts = append(f.dsts, q.slot)
+			p.rows = append(p.rows, row)
+			p.seqs = append(p.seqs, q)
+		}
+		p.forks = append(p.forks, f)
+		e.stats.Forks += g.k - 1
+	}
+	for len(e.waiting) > 0 && e.waiting[0].next == e.waiting[0].req.samples() {
+		e.waiting = e.waiting[1:]
+	}
+}
+
+// start makes w's next sample a running sequence in the lowest free slot.
+func (e *Engine) start(w *waiting, now time.Time) *sequence {
+	slot := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	q := newSequence(e, w.req, w.next, slot, w.seed, now)
+	e.active[slot] = q
+	w.next++
+	return q
 }
