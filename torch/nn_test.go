@@ -65,6 +65,17 @@ func TestSDPAGroupedQueryAttention(t *testing.T) {
 		if !AllClose(got, want, 1e-4, 1e-4) {
 			t.Error("masked GQA attention with Tq < Tk differs from the reference")
 		}
+		// bf16 without a mask: on CUDA with libtorch 2.5+ the path that reads grouped heads in
+		// place (enable_gqa); elsewhere the expanded heads. Against the float32 reference, to bf16
+		// precision (8 bits of mantissa: 2^-8 relative, summed over a few terms).
+		qb, kb, vb := q.ToDType(BFloat16), k.ToDType(BFloat16), v.ToDType(BFloat16)
+		ref := referenceAttention(qb.ToDType(Float32), kb.ToDType(Float32).IndexSelect(1, rep),
+			vb.ToDType(Float32).IndexSelect(1, rep), causal, 1/math.Sqrt(d))
+		gotb := ScaledDotProductAttention(qb, kb, vb, AttentionOpts{Causal: true})
+		if gotb.DType() != BFloat16 || !AllClose(gotb.ToDType(Float32), ref, 2e-2, 2e-2) {
+			t.Errorf("bf16 GQA causal attention differs from the reference: max |diff| %v",
+				gotb.ToDType(Float32).Sub(ref).Abs().Max(false).Float())
+		}
 		if Do(func() error {
 			ScaledDotProductAttention(q, k.Narrow(1, 0, 1).Expand(b, 3, tq, d), v, AttentionOpts{})
 			return nil
