@@ -2,8 +2,9 @@ package rollout
 
 // Sampling on the device. Deviations and choices, stated here as style asks:
 //
-//   - Order of the warpers is transformers': temperature, then top-k, then top-p (on the top-k
-//     distribution renormalised), then min-p (relative to the most likely token). vLLM applies
+//   - Order of the warpers is transformers': temperature, then top-k (tokens tied with the k-th
+//     stay), then top-p (on the top-k distribution renormalised), then min-p (relative to the most
+//     likely token). vLLM applies
 //     min-p before top-k/top-p; the two orders agree whenever min-p alone or top-k/top-p alone is
 //     set.
 //   - A token is drawn by inverse-CDF sampling with one uniform number per row, drawn on the host
@@ -119,8 +120,10 @@ func sampleGeneral(logits *torch.Tensor, rows []draw) *torch.Tensor {
 	var w, order *torch.Tensor
 	if anySort(rows) {
 		sp, si := p.Sort(1, true)
-		pos := torch.Arange(0, float64(V), 1, torch.Float32, dev).Unsqueeze(0) // [1, V]
-		keep := pos.Lt(col(colTopK))
+		// top-k keeps every token at least as likely as the k-th, ties included, as transformers'
+		// TopKLogitsWarper and vLLM do (ties are common among bfloat16 logits).
+		kth := sp.Gather(1, col(colTopK).SubScalar(1).ToDType(torch.Int64)) // [B, 1]
+		keep := sp.Ge(kth)
 		spk := sp.Mul(keep.ToDType(torch.Float32))
 		// top-p: keep a token while the mass strictly before it is below p of the top-k mass; the
 		// first token always stays (its mass before is 0).

@@ -28,8 +28,8 @@ func refDist(p []float64, s Sampling) []float64 {
 	sort.SliceStable(order, func(a, b int) bool { return q[order[a]] > q[order[b]] })
 	keep := make([]bool, len(p))
 	massK := 0.0
-	for r, i := range order {
-		keep[i] = s.TopK == 0 || r < s.TopK
+	for _, i := range order {
+		keep[i] = s.TopK == 0 || s.TopK >= len(p) || q[i] >= q[order[s.TopK-1]] // ties with the k-th stay
 		if keep[i] {
 			massK += q[i]
 		}
@@ -171,4 +171,42 @@ func TestSamplingGreedyRowsAndEdges(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Top-k keeps the tokens tied with the k-th, as transformers and vLLM do. p = [.1 .3 .2 .2 .2]:
+// top_k 2 keeps the .3 and all three .2s, mass .9; the inverse CDF over the sorted kept mass
+// .3, .5, .7, .9 with u = .95 (.855 of .9) takes the last .2: log-prob log(.2/.9). Keeping exactly
+// two tokens would give log(.2/.5) and never draw the other two .2s.
+func TestSamplingTopKKeepsTies(t *testing.T) {
+	p := []float64{0.1, 0.3, 0.2, 0.2, 0.2}
+	row := make([]float32, len(p))
+	for i := range p {
+		row[i] = float32(math.Log(p[i]))
+	}
+	if want := []float64{0, .3 / .9, .2 / .9, .2 / .9, .2 / .9}; !nearAll(refDist(p, Sampling{TopK: 2}), want, 1e-12) {
+		t.Fatalf("reference: %v, want %v", refDist(p, Sampling{TopK: 2}), want)
+	}
+	k2 := Sampling{TopK: 2}
+	onTorch(t, func() error {
+		got := sampleRows(torch.FromSlice(append(append([]float32(nil), row...), row...), 2, 5), []draw{{&k2, 0.95}, {&k2, 0.1}})
+		if d := got[0]; d.id < 2 || !near(float64(d.logProb), math.Log(0.2/0.9), 1e-5) {
+			t.Errorf("u = .95: %+v, want one of the tied .2s with log-prob log(.2/.9)", d)
+		}
+		if d := got[1]; d.id != 1 || !near(float64(d.logProb), math.Log(0.3/0.9), 1e-5) {
+			t.Errorf("u = .1: %+v, want token 1 with log-prob log(.3/.9)", d)
+		}
+		return nil
+	})
+}
+
+func nearAll(a, b []float64, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !near(a[i], b[i], tol) {
+			return false
+		}
+	}
+	return true
 }

@@ -13,7 +13,7 @@ type Sampling struct {
 	Temperature float64
 	// Greedy picks the most likely token (temperature 0 in vLLM terms).
 	Greedy bool
-	// TopK keeps the K most likely tokens (0: all).
+	// TopK keeps the K most likely tokens and any tied with the K-th (0: all).
 	TopK int
 	// TopP keeps the smallest set of most likely tokens whose probability reaches P (0 or 1: all).
 	TopP float64
