@@ -116,13 +116,21 @@ func TestRoundTrip(t *testing.T) {
 	if len(f.Names()) != len(want) {
 		t.Fatalf("names %v", f.Names())
 	}
+	// The data is laid out by element size, largest first, then by name (as the reference writer
+	// does), so every tensor starts at a multiple of its element size: i64 [0, 8); the 4-byte
+	// "a.b<c>" [8, 12), "empty" [12, 12), "f32" [12, 36); the 2-byte "bf16" [36, 42), "f16"
+	// [42, 46); the 1-byte "Upper" [46, 47), "bool" [47, 50).
+	layout := []string{"i64", "a.b<c>", "empty", "f32", "bf16", "f16", "Upper", "bool"}
 	var pos int64
-	for _, name := range f.Names() { // data is laid out in sorted-name order
+	for _, name := range layout {
 		e := want[name]
 		info, err := f.Info(name)
 		must(t, err)
 		if info.DType != e.dtype || !reflect.DeepEqual(info.Shape, e.shape) || info.Begin != pos {
 			t.Errorf("%s: info %+v, want %s %v at %d", name, info, e.dtype, e.shape, pos)
+		}
+		if info.Begin%int64(e.dtype.Size()) != 0 {
+			t.Errorf("%s: %s data at byte %d is not aligned", name, e.dtype, info.Begin)
 		}
 		pos = info.End
 		d, _ := f.Data(name)

@@ -55,7 +55,7 @@ func (w *Writer) Add(name string, dtype DType, shape []int64, data []byte) error
 }
 
 // AddStream records a tensor whose bytes src writes when the file is written; src must write
-// exactly numel*itemsize bytes. It is called once per write, in sorted-name order.
+// exactly numel*itemsize bytes. It is called once per write, in data order (see writeSubset).
 func (w *Writer) AddStream(name string, dtype DType, shape []int64, src func(io.Writer) error) error {
 	e, err := w.newEntry(name, dtype, shape)
 	if err != nil {
@@ -112,8 +112,19 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	return w.writeSubset(out, w.Names())
 }
 
-// writeSubset writes a file holding the named tensors (sorted) and returns the bytes written.
+// writeSubset writes a file holding the named tensors and returns the bytes written. The data
+// buffer holds them by element size, largest first, then by name, as the reference writer orders
+// them: every tensor then starts at a multiple of its element size (the buffer itself starts at a
+// multiple of 8), so readers that view the mapping in place get aligned tensors.
 func (w *Writer) writeSubset(out io.Writer, names []string) (int64, error) {
+	names = append([]string(nil), names...)
+	sort.Slice(names, func(i, j int) bool {
+		a, b := w.entries[names[i]], w.entries[names[j]]
+		if sa, sb := a.dtype.Size(), b.dtype.Size(); sa != sb {
+			return sa > sb
+		}
+		return names[i] < names[j]
+	})
 	hdr, err := w.header(names)
 	if err != nil {
 		return 0, err
@@ -131,9 +142,9 @@ func (w *Writer) writeSubset(out io.Writer, names []string) (int64, error) {
 	return cw.n, cw.err
 }
 
-// header renders the JSON header for names (sorted): keys in byte order, as encoding/json sorts
-// map keys, so "__metadata__" lands between upper- and lower-case names; padded with spaces so
-// that the data buffer starts at a multiple of 8 bytes.
+// header renders the JSON header for names, whose data follows in that order: keys in byte order,
+// as encoding/json sorts map keys, so "__metadata__" lands between upper- and lower-case names;
+// padded with spaces so that the data buffer starts at a multiple of 8 bytes.
 func (w *Writer) header(names []string) ([]byte, error) {
 	meta := map[string]string{"format": "pt"}
 	for k, v := range w.metadata {
