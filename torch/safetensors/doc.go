@@ -16,7 +16,8 @@
 // Data returns a view into the mapping that is valid until Close: callers copy out of it (the
 // torch package copies it straight into a new tensor) and never keep it.
 //
-// Writing (Writer) sorts the tensors by name, lays their data out in that order, pads the header
+// Writing (Writer) writes the header's keys sorted, lays the data out by element size (largest
+// first) and then by name, so that every tensor is aligned to its element size, pads the header
 // with spaces to a multiple of 8 bytes, always records {"format": "pt"} in __metadata__ (older
 // transformers refuse files without it), and writes to a temporary file that is renamed into place,
 // so an interrupted save never leaves a half-written file under the final name.
