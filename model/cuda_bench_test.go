@@ -71,9 +71,12 @@ func repeat(n, times int) []int {
 	return r
 }
 
-// compareReference scores the reference ids and reports the log-prob differences and the share of
-// positions where the greedy token agrees (bf16: both sides round differently, so exact equality
-// is not expected; the summary shows the numbers).
+// compareReference scores the reference ids and compares with transformers. Both sides round
+// differently in bf16, so equality is not expected; the tolerance is transformers' own bf16 error:
+// when the reference holds the log-probs of a float32 copy of the model, our mean |Δ log-prob|
+// against them may be at most twice transformers' bf16 one (+0.001), and our greedy tokens may
+// agree with float32's at most 2 points less often than transformers' bf16 ones do. An older
+// reference without them falls back to fixed bounds (0.05 mean |Δ|, 95 % greedy agreement).
 func compareReference(t *testing.T, m *Model, ref *safetensors.File) map[string]float64 {
 	get := func(name string) ([]byte, []int64) {
 		info, err := ref.Info(name)
@@ -92,38 +95,77 @@ func compareReference(t *testing.T, m *Model, ref *safetensors.File) map[string]
 			seqs[i] = append(seqs[i], int32(v))
 		}
 	}
-	lpb, _ := get("logprobs")
-	want, _ := safetensors.DecodeF32(lpb)
-	amb, _ := get("argmax")
-	wantArg := torch.FromBytes(amb, torch.Int64, int64(B), int64(T-1)).Int64s()
+	f32 := func(name string) []float32 {
+		b, _ := get(name)
+		v, _ := safetensors.DecodeF32(b)
+		return v
+	}
+	i64 := func(name string) []int64 {
+		b, _ := get(name)
+		return torch.FromBytes(b, torch.Int64, int64(B), int64(T-1)).Int64s()
+	}
 	batch, _ := NewBatch(seqs, false)
 	out, err := m.LogProbs(batch, ForwardOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := batch.Values(out.LogProbs)
+	gotRows, _ := batch.Values(out.LogProbs)
+	got := make([]float32, 0, B*(T-1)) // [B, T-1] like the reference: log p(ids[:, 1:])
+	for _, r := range gotRows {
+		got = append(got, r[1:]...)
+	}
 	logits, err := m.Logits(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotArg := logits.Argmax(-1, false).Int64s()
-	var maxd, sumd float64
-	agree := 0
+	all := logits.Argmax(-1, false).Int64s() // [B, T]
+	gotArg := make([]int64, 0, B*(T-1))
 	for i := 0; i < B; i++ {
-		for p := 1; p < T; p++ {
-			d := math.Abs(float64(got[i][p]) - float64(want[i*(T-1)+p-1]))
-			maxd, sumd = math.Max(maxd, d), sumd+d
-			if gotArg[i*T+p-1] == wantArg[i*(T-1)+p-1] {
-				agree++
-			}
-		}
+		gotArg = append(gotArg, all[i*T:i*T+T-1]...)
 	}
-	n := float64(B * (T - 1))
-	r := map[string]float64{"logprob_max_abs_diff": maxd, "logprob_mean_abs_diff": sumd / n, "greedy_agreement": float64(agree) / n}
-	if r["logprob_mean_abs_diff"] > 0.05 || r["greedy_agreement"] < 0.95 {
-		t.Errorf("bf16 forward disagrees with transformers: %v", r)
+	hf, hfArg := f32("logprobs"), i64("argmax")
+	if len(hf) != len(got) {
+		t.Fatalf("reference logprobs hold %d values for %d positions", len(hf), len(got))
+	}
+	r := map[string]float64{}
+	r["logprob_max_abs_diff"], r["logprob_mean_abs_diff"] = absDiffs(got, hf)
+	r["greedy_agreement"] = agreement(gotArg, hfArg)
+	if _, err := ref.Info("logprobs_fp32"); err != nil {
+		if r["logprob_mean_abs_diff"] > 0.05 || r["greedy_agreement"] < 0.95 {
+			t.Errorf("bf16 forward disagrees with transformers: %v", r)
+		}
+		return r
+	}
+	ref32, arg32 := f32("logprobs_fp32"), i64("argmax_fp32")
+	_, r["ours_vs_fp32_mean_abs_diff"] = absDiffs(got, ref32)
+	_, r["hf_bf16_vs_fp32_mean_abs_diff"] = absDiffs(hf, ref32)
+	r["ours_vs_fp32_greedy_agreement"] = agreement(gotArg, arg32)
+	r["hf_bf16_vs_fp32_greedy_agreement"] = agreement(hfArg, arg32)
+	if r["ours_vs_fp32_mean_abs_diff"] > 2*r["hf_bf16_vs_fp32_mean_abs_diff"]+1e-3 ||
+		r["ours_vs_fp32_greedy_agreement"] < r["hf_bf16_vs_fp32_greedy_agreement"]-0.02 {
+		t.Errorf("bf16 forward is further from float32 than transformers' bf16: %v", r)
 	}
 	return r
+}
+
+// absDiffs is the largest and the mean |a − b|.
+func absDiffs(a, b []float32) (maxd, mean float64) {
+	for i := range a {
+		d := math.Abs(float64(a[i]) - float64(b[i]))
+		maxd, mean = math.Max(maxd, d), mean+d
+	}
+	return maxd, mean / float64(len(a))
+}
+
+// agreement is the share of positions where a and b hold the same token.
+func agreement(a, b []int64) float64 {
+	n := 0
+	for i := range a {
+		if a[i] == b[i] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
 }
 
 // measureCUDA times 5 runs of fn after a warm-up and reports tokens/s and the peak CUDA memory above
