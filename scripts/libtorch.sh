@@ -38,8 +38,8 @@ case "$pick" in
     root=${LIBTORCH:?LIBTORCH must point at an unpacked libtorch}
     inc="-I$root/include -I$root/include/torch/csrc/api/include"
     libdir=$root/lib
-    abi=1
-    if nm -DC "$libdir/libc10.so" 2>/dev/null | grep -q '__cxx11'; then abi=1; else abi=0; fi
+    # grep -q would close the pipe early and nm's SIGPIPE would fail the test under pipefail.
+    if nm -DC "$libdir/libc10.so" 2>/dev/null | grep '__cxx11' >/dev/null; then abi=1; else abi=0; fi
     ;;
   python)
     root=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')
