@@ -129,17 +129,23 @@ func sampleGeneral(logits *torch.Tensor, rows []draw) *torch.Tensor {
 		// first token always stays (its mass before is 0).
 		before := spk.Cumsum(1).Sub(spk)
 		keep = keep.And(before.Lt(col(colTopP).Mul(spk.Sum(true, 1))))
-		keep = keep.And(sp.Ge(col(colMinP).Mul(sp.Narrow(1, 0, 1))))
+		if anyMinP(rows) {
+			keep = keep.And(sp.Ge(col(colMinP).Mul(sp.Narrow(1, 0, 1))))
+		}
 		w, order = sp.Mul(keep.ToDType(torch.Float32)), si
-	} else {
+	} else if anyMinP(rows) {
 		keep := p.Ge(col(colMinP).Mul(p.Max(true, 1)))
 		w = p.Mul(keep.ToDType(torch.Float32))
+	} else {
+		w = p // no truncation: the RL default, and the fewest passes over [rows, vocab]
 	}
 
-	// Inverse CDF: the first kept position whose running mass exceeds u·total. Rounding in the
-	// scan can leave no such position when u is within float error of 1: take the mode then.
-	total := w.Sum(true, 1)
-	cond := w.Cumsum(1).Gt(col(colU).Mul(total)).And(w.GtScalar(0))
+	// Inverse CDF: the first position whose running mass exceeds u·total (its own mass is then
+	// > 0: the running sum only grows where w does). Rounding in the scan can leave no such
+	// position when u is within float error of 1: take the mode then.
+	cum := w.Cumsum(1)
+	total := cum.Narrow(1, V-1, 1)
+	cond := cum.Gt(col(colU).Mul(total))
 	pick := torch.Where(cond.Any(true, 1), cond.ToDType(torch.Float32).Argmax(1, true), w.Argmax(1, true))
 	lp := w.Gather(1, pick).Log().Sub(total.Log())
 	id := pick
@@ -151,6 +157,15 @@ func sampleGeneral(logits *torch.Tensor, rows []draw) *torch.Tensor {
 	lp = lp.MaskedFill(greedy, 0)
 	lpT := logp.Gather(1, id)
 	return torch.Cat([]*torch.Tensor{id.ToDType(torch.Float64), lp.ToDType(torch.Float64), lpT.ToDType(torch.Float64)}, 1)
+}
+
+func anyMinP(rows []draw) bool {
+	for _, r := range rows {
+		if !r.s.greedy() && r.s.MinP > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func anySort(rows []draw) bool {
