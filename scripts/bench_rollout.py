@@ -49,11 +49,14 @@ def load_workload(out):
 
 def hf(out, batch):
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM
 
     w = load_workload(out)
     dev = torch.device("cuda")
-    model = AutoModelForCausalLM.from_pretrained(os.path.join(out, "model"), torch_dtype=torch.bfloat16).to(dev).eval()
+    v5 = int(transformers.__version__.split(".")[0]) >= 5
+    dtype_kw = {"dtype" if v5 else "torch_dtype": torch.bfloat16}  # 5.x deprecates torch_dtype
+    model = AutoModelForCausalLM.from_pretrained(os.path.join(out, "model"), **dtype_kw).to(dev).eval()
     pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
 
     def run(idx, cap=None):
