@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -247,5 +248,22 @@ func TestApplyGroundTruth(t *testing.T) {
 	os.WriteFile(byIndex, []byte(`{"index": 9, "ground_truth": "5"}`), 0o644)
 	if err := ApplyGroundTruth(rows, byIndex); err == nil || !strings.Contains(err.Error(), "no row has extra_info.index 9") {
 		t.Fatalf("unknown index: %v", err)
+	}
+}
+
+// A file whose footer length is corrupt fails at once, without allocating that length:
+// "PAR1PAR1" states a footer of 0x31524150 bytes (827 MB).
+func TestParquetCorruptFooterLength(t *testing.T) {
+	for _, b := range []string{"PAR1PAR1", "PAR1\xff\xff\xff\x7fPAR1", "PAR1\x00\x00\x00\x00\x04\x00\x00\x00PAR1"} {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, _, err := DecodeParquet(strings.NewReader(b), int64(len(b)), "bad.parquet", Options{})
+		runtime.ReadMemStats(&m1)
+		if err == nil || !strings.Contains(err.Error(), "bad.parquet: not a parquet file") {
+			t.Errorf("%q: want a 'not a parquet file' error, got %v", b, err)
+		}
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > 1<<20 {
+			t.Errorf("%q: allocated %d bytes", b, a)
+		}
 	}
 }

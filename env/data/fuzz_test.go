@@ -2,6 +2,8 @@ package data
 
 import (
 	"bytes"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -32,6 +34,46 @@ func FuzzDecodeJSONL(f *testing.F) {
 		}
 		if _, _, err := DecodeJSONL(bytes.NewReader(b), "fuzz.jsonl", Options{SkipInvalid: true}); err != nil {
 			t.Fatalf("SkipInvalid failed: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeParquet: any bytes either load rows that validate or fail with an error naming the
+// file; a corrupt file never panics (the parquet library's panics become errors) and never
+// costs more than 200 MB of allocation (a corrupt length must not be trusted).
+func FuzzDecodeParquet(f *testing.F) {
+	seed, err := os.ReadFile("testdata/verl_gsm8k_arrow.parquet")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	var ours bytes.Buffer
+	if err := EncodeParquet(&ours, []Row{{DataSource: "d", Prompt: []Message{{Role: "user", Content: "hi"}},
+		RewardModel: RewardModel{Style: "rule", GroundTruth: "1"}, ExtraInfo: map[string]any{"index": int64(0), "s": "x"}}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ours.Bytes())
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		defer func() {
+			runtime.ReadMemStats(&m1)
+			if m1.TotalAlloc-m0.TotalAlloc > 200<<20 {
+				t.Fatalf("allocated %d MB", (m1.TotalAlloc-m0.TotalAlloc)>>20)
+			}
+		}()
+		rows, _, err := DecodeParquet(bytes.NewReader(b), int64(len(b)), "fuzz.parquet", Options{})
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.parquet") {
+				t.Fatalf("error without file name: %v", err)
+			}
+			return
+		}
+		for i := range rows {
+			if err := rows[i].Validate(); err != nil {
+				t.Fatalf("row %d loaded but invalid: %v", i, err)
+			}
 		}
 	})
 }

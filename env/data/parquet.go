@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -214,6 +215,9 @@ func ReadParquet(path string, opt Options) (rows []Row, st Stats, err error) {
 // DecodeParquet reads rows from r (size bytes); name is used in errors.
 func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []Row, st Stats, err error) {
 	defer recoverTo(&err, name)
+	if err := checkFrame(r, size); err != nil {
+		return nil, st, fmt.Errorf("%s: not a parquet file: %w", name, err)
+	}
 	pf, err := parquet.OpenFile(r, size)
 	if err != nil {
 		return nil, st, fmt.Errorf("%s: not a parquet file: %w", name, err)
@@ -254,6 +258,31 @@ func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []
 	}
 	st.Rows = len(rows)
 	return rows, st, nil
+}
+
+// checkFrame checks the magic bytes at both ends and that the footer length fits in the file.
+// The parquet library allocates the footer's stated length before reading it: a corrupt length
+// (or a file that is not parquet at all, such as "PAR1PAR1", whose length reads as 827 MB) would
+// otherwise cost that much memory.
+func checkFrame(r io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("%d bytes, too short", size)
+	}
+	head, tail := make([]byte, 4), make([]byte, 8)
+	if _, err := r.ReadAt(head, 0); err != nil {
+		return err
+	}
+	if _, err := r.ReadAt(tail, size-8); err != nil {
+		return err
+	}
+	if string(head) != magic || string(tail[4:]) != magic {
+		return fmt.Errorf("no PAR1 magic at both ends")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail)); n > size-12 {
+		return fmt.Errorf("footer length %d exceeds the file (%d bytes)", n, size)
+	}
+	return nil
 }
 
 func columnNames(s *parquet.Schema) []string {
