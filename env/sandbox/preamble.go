@@ -17,7 +17,8 @@ import (
 //     ctypes or _posixsubprocess (both reach fork or libc without an audit event), and
 //     changing rlimits;
 //  3. the model's code, compiled as "main.py" and run as __main__; an uncaught exception prints
-//     its traceback and exits with status 1.
+//     its traceback (from main.py's frame on, as running "python main.py" would) and exits with
+//     status 1.
 //
 // The hook is a guard against what ordinary code does, not a boundary against an adversary
 // who knows CPython internals (monkeypatching os.path, say, can fool the path check): see
@@ -33,8 +34,12 @@ _lim(resource.RLIMIT_CPU, %d)
 _lim(resource.RLIMIT_AS, %d)
 _lim(resource.RLIMIT_NPROC, %d)
 _lim(resource.RLIMIT_FSIZE, %d)
-with open("main.py", encoding="utf-8") as _f:
-    _code = compile(_f.read(), "main.py", "exec")
+try:
+    with open("main.py", encoding="utf-8") as _f:
+        _code = compile(_f.read(), "main.py", "exec")
+except (SyntaxError, ValueError) as _e:  # ValueError: a NUL byte in the source
+    traceback.print_exception(type(_e), _e, None)
+    sys.exit(1)
 def _install():
     # Everything the hook uses lives in this closure, as immutable values: nothing of it is left
     # in the module's globals, where the model's code could reach it through sys.modules.
@@ -98,8 +103,9 @@ try:
     exec(_code, _g)
 except SystemExit:
     raise
-except BaseException:
-    traceback.print_exc()
+except BaseException as _e:
+    # The traceback starts at main.py: the preamble's own frame means nothing to the model.
+    traceback.print_exception(type(_e), _e, _e.__traceback__.tb_next)
     sys.stdout.flush()
     sys.exit(1)
 `

@@ -52,6 +52,16 @@ func TestTracebackIsAFailure(t *testing.T) {
 	if r.OK() || r.ExitCode != 1 || !strings.Contains(r.Stderr, "ZeroDivisionError") || !strings.Contains(r.Stderr, `File "main.py", line 2`) {
 		t.Fatalf("want a traceback naming main.py line 2, got %+v", r)
 	}
+	// As "python main.py" prints it: no frame of the sandbox's preamble.
+	want := "Traceback (most recent call last):\n  File \"main.py\", line 2, in <module>\n"
+	if !strings.HasPrefix(r.Stderr, want) || strings.Contains(r.Stderr, "<string>") {
+		t.Fatalf("traceback shows the preamble:\n%s", r.Stderr)
+	}
+	// A syntax error: the location and the error, as "python main.py" prints it.
+	r = run(t, s, "print(1)\nx = (\n")
+	if r.ExitCode != 1 || !strings.HasPrefix(r.Stderr, "  File \"main.py\", line 2\n") || !strings.Contains(r.Stderr, "SyntaxError: ") || strings.Contains(r.Stderr, "<string>") {
+		t.Fatalf("syntax error: %+v", r)
+	}
 }
 
 func TestInfiniteLoopKilledAtWallTime(t *testing.T) {
