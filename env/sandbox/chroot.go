@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // The strongest isolation runs Python inside a minimal root filesystem: a fresh tmpfs holding
@@ -38,6 +40,8 @@ type helperSpec struct {
 
 func init() {
 	if spec := os.Getenv(helperEnv); spec != "" {
+		// Capabilities are per thread: the thread that drops them must be the one that execs.
+		runtime.LockOSThread()
 		err := runHelper(spec)
 		fmt.Fprintf(os.Stderr, "sandbox helper: %v\n", err)
 		os.Exit(125)
@@ -89,6 +93,8 @@ func runHelper(specJSON string) error {
 		if err := dropTo(s.UID); err != nil {
 			return err
 		}
+	} else if err := dropCaps(); err != nil {
+		return err
 	}
 	return syscall.Exec(s.Python, s.Args, s.Env)
 }
@@ -170,6 +176,44 @@ const (
 	stNodiratime = 0x0800
 	stRelatime   = 0x1000
 )
+
+// dropCaps leaves the helper with no capabilities, through the exec that follows. Inside a user
+// namespace the helper is uid 0 with every capability of that namespace, and an interpreter
+// exec'd as uid 0 would get them all back: with CAP_SYS_CHROOT, code past the audit hook could
+// leave the minimal root (chroot into a subdirectory, chdir up, chroot ".") and read or write
+// whatever the host user may; with CAP_SYS_ADMIN it could mount an unbounded tmpfs. Emptying the
+// bounding set stops exec from granting any, and capset clears what the helper holds now.
+func dropCaps() error {
+	for c := 0; c < 64; c++ {
+		if err := prctl(prCapBSetDrop, uintptr(c)); err == syscall.EINVAL {
+			break // past the kernel's last capability
+		} else if err != nil {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := struct {
+		version uint32
+		pid     int32
+	}{linuxCapabilityVersion3, 0}
+	var data [2]struct{ effective, permitted, inheritable uint32 }
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return prctl(prSetNoNewPrivs, 1)
+}
+
+const (
+	prCapBSetDrop           = 24         // PR_CAPBSET_DROP
+	prSetNoNewPrivs         = 38         // PR_SET_NO_NEW_PRIVS
+	linuxCapabilityVersion3 = 0x20080522 // _LINUX_CAPABILITY_VERSION_3
+)
+
+func prctl(op, arg uintptr) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, op, arg, 0, 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
 
 func dropTo(uid int) error {
 	if err := syscall.Setgroups([]int{}); err != nil {

@@ -14,8 +14,10 @@
 //     tmpfs holding read-only binds of /usr, /lib*, /bin, /sbin and the interpreter's prefix,
 //     /etc/ld.so.cache and /etc/localtime, four device files, and its own directory at /work, a
 //     tmpfs of Limits.DiskBytes (all it writes together, so many small files cannot fill the
-//     host's disk) — no /etc/passwd, /root, /home, /proc or other runs' files. Built by re-executing this binary
-//     as a helper (chroot.go) in new mount and network namespaces.
+//     host's disk) — no /etc/passwd, /root, /home, /proc or other runs' files. Built by
+//     re-executing this binary as a helper (chroot.go) in new mount and network namespaces. The
+//     interpreter holds no capabilities (as root it is nobody; in a user namespace the helper
+//     empties its capability sets), so it cannot chroot or mount its way out.
 //  2. No network, no leftovers (kernel): a new network namespace with only a down loopback
 //     interface, and a new PID namespace whose init is the interpreter, so the kernel kills
 //     whatever it started when it exits (even a process that called setsid to leave the group).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,31 @@ func TestNoProcessOutlivesTheRun(t *testing.T) {
 	}
 	if strings.Contains(string(out), "sleep 737") {
 		t.Fatal("a process started by the run outlived it: sleep 737")
+	}
+}
+
+// In the user-namespace mode (a non-root trainer) the helper is uid 0 of its namespace; the
+// interpreter must not inherit that namespace's capabilities, or code past the audit hook could
+// leave the minimal root by the classic chroot escape and read the host's files. The run has no
+// hook at all and tries exactly that, aiming at a file of this test.
+func TestUserNamespaceRunHasNoCapabilities(t *testing.T) {
+	s := newTest(t, quick)
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hookless := *s
+	hookless.hookless = true
+	iso := Isolation{Chroot: true, NetNS: true, PidNS: true, UserNS: true}
+	code := "import os\nos.mkdir('x')\nos.chroot('x')\nfor _ in range(30):\n    os.chdir('..')\nos.chroot('.')\nprint(open(" + pyQuote(secret) + ").read())"
+	r, err := hookless.run(context.Background(), code, iso, s.limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Stderr, "sandbox helper:") {
+		t.Skipf("this machine refuses user namespaces: %s", r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "host secret") || !strings.Contains(r.Stderr, "PermissionError: [Errno 1] Operation not permitted: 'x'") {
+		t.Fatalf("want chroot refused (no CAP_SYS_CHROOT), got %+v", r)
 	}
 }
