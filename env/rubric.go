@@ -76,9 +76,6 @@ func (r *Rubric) Score(t *Trajectory) (Score, error) {
 	case "", ContextOff:
 		s.Reward = sum
 	case ContextInverse, ContextScaled:
-		if maxCtx <= 0 {
-			return Score{}, fmt.Errorf("env: context reward %q needs the turns' ContextTokens (all are 0)", r.Context)
-		}
 		num := 1.0
 		if r.Context == ContextScaled {
 			if r.Budget <= 0 {
@@ -86,7 +83,11 @@ func (r *Rubric) Score(t *Trajectory) (Score, error) {
 			}
 			num = float64(r.Budget)
 		}
-		if gates {
+		// An episode with no turn (its first context did not fit) has no answer: reward 0.
+		if maxCtx <= 0 && len(t.Turns) > 0 {
+			return Score{}, fmt.Errorf("env: context reward %q needs the turns' ContextTokens (all are 0)", r.Context)
+		}
+		if gates && maxCtx > 0 {
 			s.Reward = num / float64(maxCtx)
 		}
 	default:

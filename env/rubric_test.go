@@ -54,6 +54,13 @@ func TestRubricHandWorked(t *testing.T) {
 	if _, err := r.Score(&Trajectory{Turns: []Turn{{}}}); err == nil {
 		t.Error("inverse without token counts")
 	}
+	// An episode whose first context did not fit has no turn and no answer: 0, not an error.
+	for _, rule := range []string{ContextInverse, ContextScaled} {
+		r.Context, r.Budget = rule, 400
+		if s, err := r.Score(&Trajectory{}); err != nil || s.Reward != 0 {
+			t.Errorf("%s, no turns: %v, %v", rule, s.Reward, err)
+		}
+	}
 	if got := r.Names(); len(got) != 3 || got[0] != "a" || got[2] != "idx" {
 		t.Errorf("names %v", got)
 	}
