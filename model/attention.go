@@ -86,27 +86,27 @@ func (a *attention) attend(q, k, v *torch.Tensor) *torch.Tensor {
 		}
 		return mergeHeads(torch.Cat(outs, 2))
 	}
-	if a.mask != nil && q.Size(1) != k.Size(1) {
+	if a.mask != nil && q.Size(2) == 1 && q.Size(1) != k.Size(1) {
 		return mergeHeads(foldedGQA(q, k, v, a.mask))
 	}
 	o := torch.AttentionOpts{Mask: a.mask, Causal: a.mask == nil}
 	return mergeHeads(torch.ScaledDotProductAttention(q, k, v, o))
 }
 
-// foldedGQA is masked grouped-query attention without copying keys and values once per query
-// head: the rep query heads that share key/value head g (heads g·rep … g·rep+rep−1, HF's repeat_kv
-// order) become rep·T query rows of head g, [B, H, T, D] → [B, kv_heads, rep·T, D], each row
-// keeping its token's mask row. Otherwise libtorch 1.13 repeats k and v rep times, and so does the
-// math kernel that masked attention with enable_gqa falls back to on CUDA: in decode, that is rep
-// copies of the whole KV cache per layer and step. (Causal attention without a mask is not folded:
-// its diagonal would not survive; there the flash kernel takes grouped heads natively.)
+// foldedGQA is masked grouped-query attention of one query token per row (a decode step) without
+// copying keys and values once per query head: the rep query heads that share key/value head g
+// (heads g·rep … g·rep+rep−1, HF's repeat_kv order) become rep query rows of head g, [B, H, 1, D] →
+// [B, kv_heads, rep, D], all under the row's mask. Otherwise libtorch 1.13 repeats k and v rep
+// times, and so does the math kernel that masked attention with enable_gqa falls back to on CUDA:
+// rep copies of the whole KV cache per layer and step. Passes of several tokens per row are not
+// folded: their mask would have to be copied rep times ([B, 1, rep·T, keys], kept per layer for
+// backward in training), which outgrows the repeated keys and values once rep·T > 2·heads·head_dim.
 func foldedGQA(q, k, v, mask *torch.Tensor) *torch.Tensor {
-	s := q.Shape() // B, H, T, D
+	s := q.Shape() // B, H, 1, D
 	hkv := k.Size(1)
 	rep := s[1] / hkv
-	qf := q.Reshape(s[0], hkv, rep*s[2], s[3])
-	ms := mask.Shape() // [B, 1, T, keys]; a view when T = 1 (decode), a copy otherwise
-	m := mask.Unsqueeze(2).Expand(ms[0], ms[1], rep, ms[2], ms[3]).Reshape(ms[0], ms[1], rep*ms[2], ms[3])
-	o := torch.ScaledDotProductAttention(qf, k, v, torch.AttentionOpts{Mask: m})
+	qf := q.Reshape(s[0], hkv, rep, s[3])
+	ms := mask.Shape() // [B, 1, 1, keys]: expanded to the rep rows as a view, no copy
+	o := torch.ScaledDotProductAttention(qf, k, v, torch.AttentionOpts{Mask: mask.Expand(ms[0], ms[1], rep, ms[3])})
 	return o.Reshape(s[0], s[1], s[2], s[3])
 }
