@@ -4,6 +4,8 @@
 // environment (HOME, TMPDIR, LANG only), the interpreter in isolated mode (-I -S -B), and its own
 // process group, which is killed whole when the wall-clock limit passes and again after every run
 // (nothing it started outlives it). Output beyond Limits.OutputBytes is dropped, never buffered.
+// Only the standard library is importable unless Config.SitePackages adds the interpreter's
+// installed packages (numpy, sympy, ...).
 //
 // # What is guaranteed, layer by layer
 //
@@ -29,9 +31,10 @@
 //     the interpreter's prefix, Config.ReadDirs and harmless devices; no listing outside the
 //     directories it may read (imports list package directories); no chdir, rename or removal
 //     outside it; no fork, exec, spawn, subprocess, os.system, sockets, setrlimit; no
-//     importing ctypes or _posixsubprocess (both reach fork or libc without an audit event); no
-//     subinterpreters (a new interpreter starts without the hook); no
-//     gc enumeration or rewriting function code (the hook's state lives in a closure).
+//     importing ctypes or _posixsubprocess (both reach fork or libc without an audit event; the
+//     refusal is an ImportError, so libraries that import them optionally still load); no
+//     subinterpreters (a new interpreter starts without the hook); no gc enumeration or
+//     rewriting function code (the hook's state lives in a closure).
 //
 // Layer 5 stops ordinary and careless code (reading /etc/passwd, fork loops, shelling out) with a
 // clear PermissionError, but it is not a boundary against an adversary: its path check uses

@@ -25,6 +25,7 @@ import (
 // doc.go for what each layer guarantees.
 const preambleTemplate = `
 import os, sys, resource, traceback
+sys.path.extend([%s])
 def _lim(r, v):
     try:
         resource.setrlimit(r, (v, v))
@@ -77,7 +78,8 @@ def _install():
         if ev in deny:
             raise PermissionError("sandbox: %%s is not allowed" %% ev)
         if ev == "import" and args[0] in denied_modules:
-            raise PermissionError("sandbox: importing %%s is not allowed" %% args[0])
+            # An ImportError, so libraries that import ctypes optionally (numpy) still load.
+            raise ImportError("sandbox: importing %%s is not allowed" %% args[0])
         if ev == "object.__setattr__" and args[1] in denied_attrs:
             raise PermissionError("sandbox: setting %%s is not allowed" %% args[1])
         if ev == "open":
@@ -112,11 +114,14 @@ except BaseException as _e:
 
 // preamble renders the template for the given limits. extraRead lists more directories the code
 // may read (a data directory, say).
-func preamble(l Limits, extraRead []string) string {
-	var quoted []string
+func preamble(l Limits, extraRead, sysPath []string) string {
+	var quoted, path []string
 	for _, p := range extraRead {
 		quoted = append(quoted, fmt.Sprintf("os.path.realpath(%q)", p))
 	}
-	return fmt.Sprintf(preambleTemplate, l.CPUSeconds, l.MemoryBytes, l.Processes, l.FileBytes,
+	for _, p := range sysPath {
+		path = append(path, fmt.Sprintf("%q", p))
+	}
+	return fmt.Sprintf(preambleTemplate, strings.Join(path, ", "), l.CPUSeconds, l.MemoryBytes, l.Processes, l.FileBytes,
 		strings.Join(quoted, ", "))
 }

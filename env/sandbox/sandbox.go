@@ -84,6 +84,11 @@ type Config struct {
 	TempDir string
 	// ReadDirs are extra directories the code may read (never write).
 	ReadDirs []string
+	// SitePackages lets the code import the packages installed for the interpreter (numpy,
+	// sympy, ...): the directories of site.getsitepackages() are made readable and put on
+	// sys.path (their .pth files are not run), and OPENBLAS/OMP/MKL thread counts are set to 1
+	// so numerical libraries stay within the CPU and memory limits.
+	SitePackages bool
 }
 
 // Result is the outcome of one run.
@@ -108,6 +113,7 @@ type Sandbox struct {
 	cfg      Config
 	python   string
 	prefixes []string // sys.prefix and friends: bound into the minimal root
+	site     []string // site-packages directories, with Config.SitePackages
 	limits   Limits
 	iso      Isolation
 	// hookless runs main.py without the preamble (no rlimits, no audit hook): tests use it to
@@ -123,6 +129,11 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	s.python, s.prefixes = py, prefixes
+	if cfg.SitePackages {
+		if s.site, err = sitePackages(py); err != nil {
+			return nil, err
+		}
+	}
 	if s.cfg.TempDir == "" {
 		s.cfg.TempDir = os.TempDir()
 	}
@@ -150,6 +161,31 @@ func resolvePython(name string) (string, []string, error) {
 		return "", nil, fmt.Errorf("sandbox: %s: unexpected answer %q", path, out)
 	}
 	return lines[0], lines[1:], nil
+}
+
+// sitePackages lists the interpreter's existing site-packages directories.
+func sitePackages(python string) ([]string, error) {
+	const ask = "import site, os\nfor p in site.getsitepackages():\n    p = os.path.realpath(p)\n    if os.path.isdir(p): print(p)"
+	out, err := exec.Command(python, "-I", "-c", ask).Output()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %s: site-packages: %w", python, err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// readDirs are the directories the code may read besides the interpreter's prefixes.
+func (s *Sandbox) readDirs() []string {
+	return append(append([]string{}, s.cfg.ReadDirs...), s.site...)
+}
+
+// env is the interpreter's environment: HOME, TMPDIR and LANG, plus single-threaded numerical
+// libraries when installed packages are importable.
+func (s *Sandbox) env(home string) []string {
+	e := []string{"HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8"}
+	if len(s.site) > 0 {
+		e = append(e, "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1")
+	}
+	return e
 }
 
 // Python is the interpreter the sandbox runs.
@@ -199,21 +235,21 @@ func (s *Sandbox) run(ctx context.Context, code string, iso Isolation, l Limits)
 // the minimal root and then execs the interpreter.
 func (s *Sandbox) command(base string, iso Isolation, l Limits) (*exec.Cmd, error) {
 	work := filepath.Join(base, "work")
-	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.cfg.ReadDirs)}
+	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.readDirs(), s.site)}
 	if s.hookless {
 		args = []string{s.python, "-I", "-S", "-B", "main.py"}
 	}
 	if !iso.Chroot {
 		cmd := exec.Command(s.python, args[1:]...)
 		cmd.Dir = work
-		cmd.Env = []string{"HOME=" + work, "TMPDIR=" + work, "LANG=C.UTF-8"}
+		cmd.Env = s.env(work)
 		cmd.SysProcAttr = iso.attr()
 		return cmd, nil
 	}
-	dirs, files, devices, links := rootLayout(s.prefixes, s.cfg.ReadDirs)
+	dirs, files, devices, links := rootLayout(s.prefixes, s.readDirs())
 	spec := helperSpec{
 		Root: filepath.Join(base, "root"), Work: work, WorkBytes: l.DiskBytes, Python: s.python, Args: args,
-		Env:  []string{"HOME=/work", "TMPDIR=/work", "LANG=C.UTF-8"},
+		Env:  s.env("/work"),
 		Dirs: dirs, Files: files, Devices: devices, Links: links, UID: -1,
 	}
 	if iso.Nobody {

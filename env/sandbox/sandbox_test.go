@@ -108,7 +108,7 @@ func TestForkBombContained(t *testing.T) {
 	} {
 		r := run(t, s, code)
 		// multiprocessing gets as far as importing subprocess, which imports _posixsubprocess.
-		refused := strings.Contains(r.Stderr, "PermissionError")
+		refused := refusal(r.Stderr)
 		if r.OK() || strings.Contains(r.Stdout, "escaped") || !refused {
 			t.Fatalf("%q: want a refusal, got %+v", code, r)
 		}
@@ -139,8 +139,8 @@ func TestFilesOutsideDirRefused(t *testing.T) {
 		"import ctypes",
 	} {
 		r := run(t, s, code)
-		if r.OK() || !strings.Contains(r.Stderr, "PermissionError") || strings.Contains(r.Stdout, "root:") {
-			t.Fatalf("%q: want PermissionError, got %+v", code, r)
+		if r.OK() || !refusal(r.Stderr) || strings.Contains(r.Stdout, "root:") {
+			t.Fatalf("%q: want a refusal, got %+v", code, r)
 		}
 	}
 	if _, err := os.Stat(outside); err == nil {
@@ -179,7 +179,7 @@ func TestHookStateOutOfReach(t *testing.T) {
 		"def f(): pass\nf.__code__ = (lambda: 1).__code__",
 	} {
 		r := run(t, s, code)
-		if r.OK() || !strings.Contains(r.Stderr, "PermissionError") {
+		if r.OK() || !refusal(r.Stderr) {
 			t.Fatalf("%q: want a refusal, got %+v", code, r)
 		}
 		if strings.Contains(r.Stdout, "deny") || strings.Contains(r.Stdout, "hook") {
@@ -214,6 +214,12 @@ func TestConcurrentRuns(t *testing.T) {
 			t.Fatal(e)
 		}
 	}
+}
+
+// refusal is true when stderr shows the audit hook refusing: a PermissionError, or for a denied
+// module an ImportError (so that libraries importing it optionally still load).
+func refusal(stderr string) bool {
+	return strings.Contains(stderr, "PermissionError: sandbox: ") || strings.Contains(stderr, "ImportError: sandbox: importing ")
 }
 
 func pyQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
@@ -357,5 +363,28 @@ func TestUserNamespaceRunHasNoCapabilities(t *testing.T) {
 	}
 	if strings.Contains(r.Stdout, "host secret") || !strings.Contains(r.Stderr, "PermissionError: [Errno 1] Operation not permitted: 'x'") {
 		t.Fatalf("want chroot refused (no CAP_SYS_CHROOT), got %+v", r)
+	}
+}
+
+// With SitePackages the code imports what is installed for the interpreter; without, it cannot.
+// The package tried is the first of a few common pure-Python ones that this interpreter has.
+func TestSitePackages(t *testing.T) {
+	s, err := New(Config{SitePackages: true, Limits: quick})
+	if err != nil {
+		t.Skipf("no python3 here: %v", err)
+	}
+	const find = "import importlib.util\nfor m in ['six', 'packaging', 'idna', 'certifi', 'yaml', 'annotated_types', 'pip']:\n" +
+		"    s = importlib.util.find_spec(m)\n    if s and 'packages' in (s.origin or ''):\n        print(m)\n        break\n"
+	out, err := exec.Command(s.Python(), "-I", "-c", find).Output()
+	pkg := strings.TrimSpace(string(out))
+	if err != nil || pkg == "" {
+		t.Skipf("none of the probe packages is installed for %s", s.Python())
+	}
+	code := "import " + pkg + ", os\nprint('imported', os.environ['OMP_NUM_THREADS'])"
+	if r := run(t, s, code); !r.OK() || r.Stdout != "imported 1\n" {
+		t.Fatalf("import %s with SitePackages: %+v", pkg, r)
+	}
+	if r := run(t, newTest(t, quick), code); r.OK() || !strings.Contains(r.Stderr, "ModuleNotFoundError") {
+		t.Fatalf("import %s without SitePackages: %+v", pkg, r)
 	}
 }
