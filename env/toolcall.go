@@ -35,6 +35,15 @@ type ParsedMessage struct {
 	Calls []ToolCall
 	// Errors describe malformed calls, one line each, written for the model to read.
 	Errors []string
+	// errAt[i] is the number of well-formed calls written before Errors[i], so that Toolset.Run
+	// answers the attempts in the order the model wrote them.
+	errAt []int
+}
+
+// fail records a malformed call at the current position.
+func (p *ParsedMessage) fail(msg string) {
+	p.Errors = append(p.Errors, msg)
+	p.errAt = append(p.errAt, len(p.Calls))
 }
 
 // Attempts is the number of calls the model tried to make, well-formed or not.
@@ -81,7 +90,7 @@ func parseQwen(text string) ParsedMessage {
 		}
 		if i < 0 || (j >= 0 && j < i) {
 			// A closing tag with no opening one: report it and keep the text around it.
-			p.Errors = append(p.Errors, "tool call error: found </tool_call> without <tool_call>")
+			p.fail("tool call error: found </tool_call> without <tool_call>")
 			prose.WriteString(rest[:j])
 			rest = rest[j+len(qwenClose):]
 			continue
@@ -90,12 +99,12 @@ func parseQwen(text string) ParsedMessage {
 		body := rest[i+len(qwenOpen):]
 		end := strings.Index(body, qwenClose)
 		if end < 0 {
-			p.Errors = append(p.Errors, "tool call error: <tool_call> is not closed by </tool_call>: "+quote(body))
+			p.fail("tool call error: <tool_call> is not closed by </tool_call>: " + quote(body))
 			break
 		}
 		call, err := decodeCall(body[:end], "arguments")
 		if err != nil {
-			p.Errors = append(p.Errors, err.Error())
+			p.fail(err.Error())
 		} else {
 			p.Calls = append(p.Calls, call)
 		}
@@ -123,7 +132,7 @@ func parseLlama(text string) (ParsedMessage, bool) {
 	if strings.HasPrefix(s, "[") {
 		var list []json.RawMessage
 		if err := json.Unmarshal([]byte(s), &list); err != nil {
-			p.Errors = append(p.Errors, fmt.Sprintf("tool call error: not a valid JSON list of calls (%v): %s", err, quote(s)))
+			p.fail(fmt.Sprintf("tool call error: not a valid JSON list of calls (%v): %s", err, quote(s)))
 			return p, true
 		}
 		for _, raw := range list {
@@ -135,7 +144,7 @@ func parseLlama(text string) (ParsedMessage, bool) {
 		dec := json.NewDecoder(strings.NewReader(s))
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			p.Errors = append(p.Errors, fmt.Sprintf("tool call error: not valid JSON (%v): %s", err, quote(s)))
+			p.fail(fmt.Sprintf("tool call error: not valid JSON (%v): %s", err, quote(s)))
 			break
 		}
 		if !p.add(decodeCall(string(raw), "parameters")) {
@@ -143,7 +152,7 @@ func parseLlama(text string) (ParsedMessage, bool) {
 		}
 		rest := strings.TrimSpace(s[dec.InputOffset():])
 		if rest != "" && rest[0] != ';' && rest[0] != '{' { // calls on separate lines are read too
-			p.Errors = append(p.Errors, "tool call error: unexpected text after a call (separate calls with \";\"): "+quote(rest))
+			p.fail("tool call error: unexpected text after a call (separate calls with \";\"): " + quote(rest))
 			break
 		}
 		s = strings.TrimSpace(strings.TrimPrefix(rest, ";"))
@@ -154,7 +163,7 @@ func parseLlama(text string) (ParsedMessage, bool) {
 // add records a decoded call or its error and reports whether it was well-formed.
 func (p *ParsedMessage) add(c ToolCall, err error) bool {
 	if err != nil {
-		p.Errors = append(p.Errors, err.Error())
+		p.fail(err.Error())
 		return false
 	}
 	p.Calls = append(p.Calls, c)

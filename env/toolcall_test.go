@@ -91,13 +91,22 @@ func TestToolsetRun(t *testing.T) {
 		}
 		byContent += m.Content + "\n"
 	}
-	for _, want := range []string{"42", `unknown tool "nope" (available: calculator, boom)`, "missing required argument \"expression\"", "tool boom failed: tool bug", "not valid JSON"} {
-		if !strings.Contains(byContent, want) {
-			t.Errorf("missing %q in\n%s", want, byContent)
+	// One answer per attempt, in the order written.
+	for i, want := range []string{"42", `unknown tool "nope" (available: calculator, boom)`, "missing required argument \"expression\"", "tool boom failed: tool bug", "not valid JSON"} {
+		if !strings.Contains(msgs[i].Content, want) {
+			t.Errorf("message %d: want %q in\n%s", i, want, byContent)
 		}
 	}
-	if msgs[1].ToolCallID != "call_0_0" || msgs[1].Name != "calculator" {
-		t.Errorf("ids: %+v", msgs[1])
+	if msgs[0].ToolCallID != "call_0_0" || msgs[0].Name != "calculator" || msgs[3].ToolCallID != "call_0_3" {
+		t.Errorf("ids: %+v", msgs)
+	}
+	// A malformed call between two good ones is answered between them.
+	p = ParseToolCalls(`<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}</tool_call>
+<tool_call>{broken</tool_call>
+<tool_call>{"name": "calculator", "arguments": {"expression": "2+2"}}</tool_call>`)
+	msgs, _, _ = ts.Run(context.Background(), 1, p)
+	if len(msgs) != 3 || msgs[0].Content != "2" || !strings.HasPrefix(msgs[1].Content, "Error: tool call error: not valid JSON") || msgs[2].Content != "4" || msgs[2].ToolCallID != "call_1_1" {
+		t.Errorf("order: %+v", msgs)
 	}
 	if _, err := NewToolset(Calculator{}, Calculator{}); err == nil {
 		t.Fatal("duplicate tool accepted")

@@ -54,19 +54,25 @@ type ToolOutcome struct {
 	Err    error  // nil when the tool ran successfully
 }
 
-// Run executes the parsed calls in order, returning one tool message per attempt (the malformed
-// ones first, then the well-formed calls in the order written) and the turn's counts. Call IDs are "call_<turn>_<i>". A tool's panic is
-// recovered and reported as its error: a tool bug must not kill the episode's goroutine.
+// Run executes the parsed calls and returns one tool message per attempt, in the order the model
+// wrote them (a malformed attempt answered by its error message; without position information,
+// as for a ParsedMessage built by hand, errors come first), and the turn's counts. Call IDs are
+// "call_<turn>_<i>". A tool's panic is recovered and reported as its error: a tool bug must not
+// kill the episode's goroutine.
 func (ts *Toolset) Run(ctx context.Context, turn int, p ParsedMessage) ([]Message, []ToolOutcome, TurnInfo) {
 	var msgs []Message
 	var outs []ToolOutcome
 	var info TurnInfo
-	for _, e := range p.Errors {
-		msgs = append(msgs, Message{Role: RoleTool, Content: "Error: " + e})
-		info.ToolCalls++
-		info.ToolErrors++
+	next := 0 // next error to report
+	flushErrors := func(before int) {
+		for ; next < len(p.Errors) && (next >= len(p.errAt) || p.errAt[next] <= before); next++ {
+			msgs = append(msgs, Message{Role: RoleTool, Content: "Error: " + p.Errors[next]})
+			info.ToolCalls++
+			info.ToolErrors++
+		}
 	}
 	for i := range p.Calls {
+		flushErrors(i)
 		c := &p.Calls[i]
 		c.ID = fmt.Sprintf("call_%d_%d", turn, i)
 		out := ToolOutcome{Call: *c}
@@ -82,6 +88,7 @@ func (ts *Toolset) Run(ctx context.Context, turn int, p ParsedMessage) ([]Messag
 		msgs = append(msgs, Message{Role: RoleTool, Name: c.Function.Name, ToolCallID: c.ID, Content: content})
 		outs = append(outs, out)
 	}
+	flushErrors(len(p.Calls))
 	return msgs, outs, info
 }
 
