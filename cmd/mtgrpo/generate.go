@@ -21,7 +21,7 @@ func generate(args []string) error {
 	n := fs.Int("n", 1, "samples per prompt")
 	var s rollout.Sampling
 	fs.IntVar(&s.MaxNewTokens, "max-new-tokens", 128, "tokens to generate at most")
-	fs.Float64Var(&s.Temperature, "temperature", 1, "sampling temperature")
+	fs.Float64Var(&s.Temperature, "temperature", 1, "sampling temperature (0: greedy)")
 	fs.BoolVar(&s.Greedy, "greedy", false, "take the most likely token")
 	fs.IntVar(&s.TopK, "top-k", 0, "keep the k most likely tokens (0: all)")
 	fs.Float64Var(&s.TopP, "top-p", 1, "nucleus sampling mass")
@@ -33,6 +33,12 @@ func generate(args []string) error {
 	maxLen := fs.Int("max-len", 4096, "KV cache length per sequence")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if s.Temperature == 0 { // as in transformers and vLLM: temperature 0 means greedy
+		s.Greedy = true
+	}
+	if *dtype == "" && *device != "cpu" {
+		*dtype = "auto"
 	}
 	if *dir == "" || len(*prompts) == 0 {
 		return fmt.Errorf("generate: --model and at least one --prompt are required")
