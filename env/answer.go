@@ -89,10 +89,13 @@ func ExtractLenient(text string) string {
 	return ""
 }
 
+// extractBoxedNumber returns the number in the last \boxed{...} when it holds exactly one
+// ("72", "\$72", "72 apples", "\text{72}\%" all give 72), else its whole content
+// ("\frac{1}{2}", "x+1").
 func extractBoxedNumber(text string) string {
 	b := ExtractBoxed(text)
-	if n := numberRe.FindString(b); n != "" && strings.TrimSpace(strings.Trim(b, "$")) == strings.TrimSpace(n) {
-		return cleanNumber(n)
+	if n := numberRe.FindAllString(b, 2); len(n) == 1 {
+		return cleanNumber(n[0])
 	}
 	return b
 }

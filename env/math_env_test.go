@@ -14,6 +14,11 @@ func TestAnswerExtraction(t *testing.T) {
 	cases := []struct{ in, strict, lenient string }{
 		{"so #### 12 then #### 13", "13", "13"}, // last #### wins
 		{`The answer is \boxed{\frac{1}{2}} or \boxed{5}`, "", "5"},
+		// One number in the box is the answer, whatever LaTeX or units surround it.
+		{`so \boxed{\$1,072}`, "", "1072"},
+		{`\boxed{72 \text{ apples}}`, "", "72"},
+		{`\boxed{\text{-3.5}\%}`, "", "-3.5"},
+		{`\boxed{\frac{1}{2}}`, "", `\frac{1}{2}`},
 		{"Answer: $1,200.", "", "1200"},
 		{"We get 3 apples, then 4.5 apples.", "", "4.5"},
 		{"#### -7", "-7", "-7"},
