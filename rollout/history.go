@@ -62,7 +62,22 @@ func NewRenderer(tok *tokenizer.Tokenizer, tools []env.ToolSpec, vars map[string
 }
 
 // Text renders msgs with the generation prompt.
+//
+// Some templates (Llama 3.1's) refuse an assistant message with several tool calls, which the
+// environments parse from one message when the model writes them. When the template refuses such
+// a history, it is rendered again with each call in its own assistant message, followed by its
+// result: the form those templates are trained on.
 func (r *Renderer) Text(msgs []env.Message) (string, error) {
+	text, err := r.render(msgs)
+	if err != nil && hasMultiCall(msgs) {
+		if split, err2 := r.render(splitToolCalls(msgs)); err2 == nil {
+			return split, nil
+		}
+	}
+	return text, err
+}
+
+func (r *Renderer) render(msgs []env.Message) (string, error) {
 	tm := make([]tokenizer.Message, len(msgs))
 	for i, m := range msgs {
 		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
@@ -89,4 +104,69 @@ func (r *Renderer) IDs(msgs []env.Message) ([]int32, error) {
 		out[i] = int32(id)
 	}
 	return out, nil
+}
+
+func hasMultiCall(msgs []env.Message) bool {
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// splitToolCalls turns an assistant message with n tool calls followed by its tool results into n
+// (assistant with one call, its result) pairs; the prose goes with the first call. Results are
+// matched by tool_call_id when they carry one, else taken in order. Messages after the results
+// (environment feedback) follow unchanged.
+func splitToolCalls(msgs []env.Message) []env.Message {
+	var out []env.Message
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role != "assistant" || len(m.ToolCalls) < 2 {
+			out = append(out, m)
+			continue
+		}
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role == "tool" {
+			j++
+		}
+		results := msgs[i+1 : j]
+		used := make([]bool, len(results))
+		for k, call := range m.ToolCalls {
+			one := m
+			one.ToolCalls = []env.ToolCall{call}
+			if k > 0 {
+				one.Content = ""
+			}
+			out = append(out, one)
+			if r := resultFor(call, k, results, used); r >= 0 {
+				out = append(out, results[r])
+			}
+		}
+		for r, u := range used { // results that matched no call keep their place at the end
+			if !u {
+				out = append(out, results[r])
+			}
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// resultFor finds the result of the k-th call: by id when the call has one, else the k-th result.
+func resultFor(call env.ToolCall, k int, results []env.Message, used []bool) int {
+	if call.ID != "" {
+		for r, m := range results {
+			if !used[r] && m.ToolCallID == call.ID {
+				used[r] = true
+				return r
+			}
+		}
+	}
+	if k < len(results) && !used[k] {
+		used[k] = true
+		return k
+	}
+	return -1
 }
