@@ -32,6 +32,8 @@ func run(args []string) error {
 		return generate(args[1:])
 	case "demo":
 		return demo(args[1:])
+	case "data":
+		return dataCmd(args[1:])
 	default:
 		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
@@ -44,6 +46,8 @@ commands:
   version   libtorch version and CUDA availability
   demo      the embedded default job on CPU: a tiny model on a built-in task (rollout + rewards)
   init      write a randomly initialised model directory (--arch --preset --seed --out)
+  data      gen: write generated tasks as verl-style parquet/JSONL (--task --n --seed --out);
+            check FILE: validate a dataset
   generate  sample continuations of prompts (--model --prompt [--n --temperature ...])
   help      this text
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -64,5 +65,35 @@ func TestBadUsage(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("run(%q) = %v, want an error containing %q", args, err, want)
 		}
+	}
+}
+
+// TestDataGenAndCheck writes generated rows in both formats and reads them back; a malformed row
+// is an error naming the row and field, or is skipped when asked.
+func TestDataGenAndCheck(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"t.parquet", "t.jsonl"} {
+		path := filepath.Join(dir, name)
+		if err := run([]string{"data", "gen", "--task", "countdown", "--n", "7", "--seed", "2", "--out", path}); err != nil {
+			t.Fatalf("data gen %s: %v", name, err)
+		}
+		rows, _, err := data.Read(path, data.Options{})
+		if err != nil || len(rows) != 7 {
+			t.Fatalf("%s: %d rows, %v; want 7", name, len(rows), err)
+		}
+		if err := run([]string{"data", "check", path}); err != nil {
+			t.Errorf("data check %s: %v", name, err)
+		}
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"prompt": 5}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run([]string{"data", "check", bad})
+	if err == nil || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "prompt") {
+		t.Errorf("malformed row: %v, want an error naming row 1 and prompt", err)
+	}
+	if err := run([]string{"data", "check", "--skip-invalid", bad}); err != nil {
+		t.Errorf("--skip-invalid: %v", err)
 	}
 }
