@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,7 +134,7 @@ func TestHFGreedy(t *testing.T) {
 							return err
 						}
 					}
-					if !equalIDs(got, ref.Greedy[i]) {
+					if !slices.Equal(got, ref.Greedy[i]) {
 						if ref.GreedyMinMargin[i] < 1e-4 {
 							t.Logf("prompt %d: %v vs transformers %v, but a top-2 margin was %g (a near tie)", i, got, ref.Greedy[i], ref.GreedyMinMargin[i])
 							continue
@@ -145,18 +146,6 @@ func TestHFGreedy(t *testing.T) {
 			})
 		})
 	}
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestHFExportForTransformers is the Go half of the check that our export loads in transformers:

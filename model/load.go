@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -68,7 +69,7 @@ func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) 
 			missing = append(missing, w.name)
 			continue
 		}
-		if !sameShape(info.Shape, w.shape) {
+		if !slices.Equal(info.Shape, w.shape) {
 			return fmt.Errorf("model: %s: tensor %s has shape %v, the config implies %v", dir, w.name, info.Shape, w.shape)
 		}
 		total += info.Numel() * int64(info.DType.Size())
@@ -95,18 +96,6 @@ func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) 
 	}
 	m.ready()
 	return nil
-}
-
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // listNames shows up to 8 names and a count of the rest.

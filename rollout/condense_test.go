@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,7 +58,7 @@ func checkPlan(t *testing.T, name string, p Plan, err error, want []env.Message,
 		t.Errorf("%s: messages\n%+v\nwant\n%+v", name, p.Messages, want)
 	}
 	ids, _ := r.IDs(want)
-	if !sameIDs(p.IDs, ids) {
+	if !slices.Equal(p.IDs, ids) {
 		t.Errorf("%s: ids are not the rendering of the messages", name)
 	}
 }
@@ -138,7 +139,7 @@ func TestSummaryCondenser(t *testing.T) {
 	if p.Summarize == nil || p.SummaryCovers != 2 || !reflect.DeepEqual(p.Summarize, wantPrompt) || p.SummaryMaxTokens != 40 || !p.TrainSummary {
 		t.Fatalf("summary plan %+v", p)
 	}
-	if ids, _ := r.IDs(wantPrompt); !sameIDs(ids, p.SummaryIDs) {
+	if ids, _ := r.IDs(wantPrompt); !slices.Equal(ids, p.SummaryIDs) {
 		t.Error("summary ids are not the rendering of its prompt")
 	}
 	h.Summary, h.Summarized = "Computed 12*34 = 408 and 408+5 = 413.", 2

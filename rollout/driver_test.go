@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,11 +94,11 @@ func TestDriverScriptedCalcMult(t *testing.T) {
 		start, _ := e.New().Reset(context.Background(), tr.Task)
 		rend, _ := NewRenderer(tok, start.Tools, nil)
 		c1, _ := rend.IDs(start.Messages)
-		if !sameIDs(t0.Context, c1) {
+		if !slices.Equal(t0.Context, c1) {
 			t.Errorf("trajectory %d: c_1 is not the rendered task", i)
 		}
 		c2, _ := rend.IDs(append(append(append([]env.Message(nil), start.Messages...), t0.Step.Assistant), t0.Step.Messages...))
-		if !sameIDs(t1.Context, c2) {
+		if !slices.Equal(t1.Context, c2) {
 			t.Errorf("trajectory %d: c_2 is not task + call + result", i)
 		}
 		eos, _ := tok.TokenID("<|im_end|>")

@@ -3,6 +3,7 @@ package rollout
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestEngineGreedyMock(t *testing.T) {
 			return err
 		}
 		r := out[0][0]
-		if !sameIDs(r.Tokens, []int32{6, 7, 8, 9}) || r.Finish != FinishLength {
+		if !slices.Equal(r.Tokens, []int32{6, 7, 8, 9}) || r.Finish != FinishLength {
 			t.Errorf("tokens %v finish %s, want [6 7 8 9] length", r.Tokens, r.Finish)
 		}
 		want := -math.Log(1 + 15*math.Exp(-10))
@@ -54,7 +55,7 @@ func TestEngineContinuousBatchingReusesSlots(t *testing.T) {
 		}
 		want := [][]int32{{12, 13}, {21, 22, 23, 24, 25}, {33, 34, 35}}
 		for i := range want {
-			if !sameIDs(out[i][0].Tokens, want[i]) {
+			if !slices.Equal(out[i][0].Tokens, want[i]) {
 				t.Errorf("request %d: %v, want %v", i, out[i][0].Tokens, want[i])
 			}
 		}
@@ -101,7 +102,7 @@ func TestEngineStopTokens(t *testing.T) {
 			return err
 		}
 		check := func(i int, tokens []int32, why FinishReason) {
-			if r := out[i][0]; !sameIDs(r.Tokens, tokens) || r.Finish != why {
+			if r := out[i][0]; !slices.Equal(r.Tokens, tokens) || r.Finish != why {
 				t.Errorf("request %d: %v %s, want %v %s", i, r.Tokens, r.Finish, tokens, why)
 			}
 		}
@@ -290,11 +291,11 @@ func TestEngineSeedIndependentOfBatch(t *testing.T) {
 			return err
 		}
 		for i := range alone {
-			if !sameIDs(alone[i].Tokens, crowded[i].Tokens) {
+			if !slices.Equal(alone[i].Tokens, crowded[i].Tokens) {
 				t.Errorf("sample %d: %v alone, %v in a batch", i, alone[i].Tokens, crowded[i].Tokens)
 			}
 		}
-		if sameIDs(alone[0].Tokens, alone[1].Tokens) {
+		if slices.Equal(alone[0].Tokens, alone[1].Tokens) {
 			t.Error("the two samples of a seeded request are identical")
 		}
 		return nil
@@ -387,7 +388,7 @@ func TestEngineSplitsPrefillFromDecode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !sameIDs(out[2][0].Tokens, []int32{33, 34, 35}) || !sameIDs(out[1][0].Tokens, []int32{21, 22, 23, 24, 25}) {
+		if !slices.Equal(out[2][0].Tokens, []int32{33, 34, 35}) || !slices.Equal(out[1][0].Tokens, []int32{21, 22, 23, 24, 25}) {
 			t.Errorf("outputs %v %v", out[1][0].Tokens, out[2][0].Tokens)
 		}
 		// Step 1 prefills A (2 tokens) and B (1): 2 rows × 2 = 4 ≤ 2 + 0 + 1, no decodes anyway.

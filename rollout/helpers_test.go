@@ -63,18 +63,6 @@ func bytesOf(s string) []int32 {
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // tinyModel is the tiny preset (qwen3, d = 64, 4 layers, the tiny tokenizer's vocabulary) with a
 // larger init range than HF's 0.02, so that greedy choices are not near-ties. Torch thread only.
 func tinyModel(t testing.TB, seed uint64) *model.Model { return tinyArch(t, "qwen3", seed) }

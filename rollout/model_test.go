@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -58,7 +59,7 @@ func greedyMatchesFullForward(t *testing.T, arch string) {
 		}
 		for i, p := range prompts {
 			want := fullForwardGreedy(t, m, p, n-i)
-			if got := batched[i][0].Tokens; !sameIDs(got, want) {
+			if got := batched[i][0].Tokens; !slices.Equal(got, want) {
 				t.Errorf("prompt %d: engine %v, full forward %v", i, got, want)
 			}
 			alone, err := e.Generate([]*Request{{Prompt: p, Sampling: reqs[i].Sampling}})
@@ -66,7 +67,7 @@ func greedyMatchesFullForward(t *testing.T, arch string) {
 				return err
 			}
 			a := alone[0][0]
-			if !sameIDs(a.Tokens, batched[i][0].Tokens) {
+			if !slices.Equal(a.Tokens, batched[i][0].Tokens) {
 				t.Errorf("prompt %d: alone %v, batched %v", i, a.Tokens, batched[i][0].Tokens)
 			}
 			for k := range a.Tokens {
@@ -184,7 +185,7 @@ func TestDriverTinyModelGuessNumber(t *testing.T) {
 			rend, _ := NewRenderer(tok, start.Tools, nil)
 			for k, tu := range tr.Turns {
 				ids, _ := rend.IDs(tu.Messages)
-				if !sameIDs(ids, tu.Context) || len(tu.Output) == 0 || len(tu.Output) > 12 || len(tu.LogProbs) != len(tu.Output) {
+				if !slices.Equal(ids, tu.Context) || len(tu.Output) == 0 || len(tu.Output) > 12 || len(tu.LogProbs) != len(tu.Output) {
 					t.Errorf("trajectory %d turn %d: context or output malformed", i, k)
 				}
 			}
@@ -192,7 +193,7 @@ func TestDriverTinyModelGuessNumber(t *testing.T) {
 		// guess_number's prompt does not depend on the secret: all 8 first contexts are the same
 		// and share one prefill (7 copies); with different prompts it would be 2 × 3.
 		want := 6
-		if sameIDs(trajs[0].Turns[0].Context, trajs[4].Turns[0].Context) {
+		if slices.Equal(trajs[0].Turns[0].Context, trajs[4].Turns[0].Context) {
 			want = 7
 		}
 		if prof.Engine.Forks != want {
