@@ -1,0 +1,322 @@
+package grpo
+
+// Outcome advantages: one scalar per trajectory from its score and its group (the copies of one
+// task), in plain Go. References: verl verl/trainer/ppo/core_algos.py
+// (compute_grpo_outcome_advantage, compute_rloo_outcome_advantage,
+// compute_reinforce_plus_plus_baseline_outcome_advantage); DeepSeekMath (arXiv 2402.03300) for
+// GRPO, Dr.GRPO (arXiv 2503.20783), RLOO (arXiv 2402.14740), REINFORCE++ (arXiv 2501.03262).
+//
+// Deviations from verl, on purpose:
+//   - A singleton group gets advantage 0 under every estimator. verl gives it its raw score (mean 0,
+//     std 1): a lone sample has no baseline, and its raw score would push every token of a
+//     successful answer up with nothing to compare against.
+//   - A group whose scores are all exactly equal gets exactly 0, not (s−μ)/ε: the float mean of
+//     equal scores can differ from them in the last bit (0.1·3/3), which verl turns into ±1e-11.
+
+import (
+	"fmt"
+	"math"
+)
+
+// Estimator names an advantage estimator, spelled as in verl's algorithm.adv_estimator where verl
+// has the estimator.
+type Estimator string
+
+// Estimators.
+const (
+	// EstGRPO: A_i = (s_i − μ_g)/(σ_g + ε), σ with Bessel's correction; without the division when
+	// AdvConfig.NormStd is off (verl's norm_adv_by_std_in_grpo).
+	EstGRPO Estimator = "grpo"
+	// EstDrGRPO: A_i = s_i − μ_g (Dr.GRPO; verl spells it grpo with norm_adv_by_std_in_grpo=false,
+	// TRL loss_type dr_grpo, which is also accepted).
+	EstDrGRPO Estimator = "drgrpo"
+	// EstRLOO: A_i = s_i − mean_{j≠i} s_j.
+	EstRLOO Estimator = "rloo"
+	// EstReinforcePPBaseline: a_i = s_i − μ_g, then whitened over the batch's trained tokens.
+	EstReinforcePPBaseline Estimator = "reinforce_plus_plus_baseline"
+	// EstMultiTurnGRPO: GRPO's advantage per trajectory on every trained token of every turn
+	// (condensed contexts: each turn is its own sample). The advantage is EstGRPO's; what differs
+	// is the reward (1/max_t|c_t|) and AggConfig.Turns, which say how turns are weighed.
+	EstMultiTurnGRPO Estimator = "grpo_multiturn"
+	// EstMTGRPO: MT-GRPO turn-level credit (arXiv 2505.11821), see MTGRPO.
+	EstMTGRPO Estimator = "mt_grpo"
+	// EstGAE: PPO's GAE from a critic's values; GAEConfig.BiLevel selects RAGEN's bi-level GAE.
+	EstGAE Estimator = "gae"
+)
+
+var estimators = []Estimator{EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline, EstMultiTurnGRPO, EstMTGRPO, EstGAE}
+
+// ParseEstimator reads an estimator name; unknown names are an error naming the value.
+func ParseEstimator(s string) (Estimator, error) {
+	return parseEnum("advantage estimator", s, estimators, map[string]Estimator{"dr_grpo": EstDrGRPO})
+}
+
+// Outcome reports whether e is computed from trajectory scores alone (by Outcome).
+func (e Estimator) Outcome() bool {
+	switch e {
+	case EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline, EstMultiTurnGRPO:
+		return true
+	}
+	return false
+}
+
+// AdvConfig configures the advantage estimator.
+type AdvConfig struct {
+	// Estimator is the estimator (grpo).
+	Estimator Estimator
+	// Eps is ε in (s−μ)/(σ+ε): verl 1e-6 (the default), TRL 1e-4.
+	Eps float64
+	// NormStd divides by the group std (grpo, grpo_multiturn, mt_grpo; default on). Off is Dr.GRPO.
+	NormStd bool
+	// TurnCoef is MT-GRPO's c_turn, the weight of the turn advantage (default 1).
+	TurnCoef float64
+	// GAE configures gae.
+	GAE GAEConfig
+}
+
+// DefaultAdvConfig is verl's defaults: grpo, ε = 1e-6, std normalisation on; c_turn = 1 as in
+// MT-GRPO; GAE γ = λ = 1, γ_turn = 0.95 as in RAGEN.
+func DefaultAdvConfig() AdvConfig {
+	return AdvConfig{Estimator: EstGRPO, Eps: 1e-6, NormStd: true, TurnCoef: 1, GAE: DefaultGAEConfig()}
+}
+
+// Validate names the first bad field.
+func (c AdvConfig) Validate() error {
+	if err := checkEnum("AdvConfig.Estimator", c.Estimator, estimators); err != nil {
+		return err
+	}
+	if !(c.Eps >= 0) || math.IsInf(c.Eps, 1) {
+		return fmt.Errorf("grpo: AdvConfig.Eps = %v, want a finite value ≥ 0", c.Eps)
+	}
+	if math.IsNaN(c.TurnCoef) || math.IsInf(c.TurnCoef, 0) {
+		return fmt.Errorf("grpo: AdvConfig.TurnCoef = %v, want a finite value", c.TurnCoef)
+	}
+	if c.Estimator == EstGAE {
+		return c.GAE.Validate()
+	}
+	return nil
+}
+
+// GroupStats describes the groups of a batch, for metrics and dynamic sampling.
+type GroupStats struct {
+	// Groups counts distinct groups; Singletons those of one trajectory (advantage 0).
+	Groups, Singletons int
+	// ZeroStd counts groups of two or more whose scores are all equal (advantage 0, no signal).
+	ZeroStd int
+	// FracZeroStd is the fraction of trajectories that sit in a ZeroStd group (TRL's and verl's
+	// frac_reward_zero_std; equal to the fraction of groups when groups have equal sizes).
+	FracZeroStd float64
+	// MeanStd is the mean over groups of two or more of the score std (Bessel), TRL's reward_std.
+	MeanStd float64
+}
+
+// group is one group's members (indices into the batch) in batch order.
+type group struct {
+	id      int
+	members []int
+}
+
+// groupsOf splits a batch by group id, groups in order of first appearance.
+func groupsOf(ids []int) []group {
+	at := map[int]int{}
+	var gs []group
+	for i, id := range ids {
+		k, ok := at[id]
+		if !ok {
+			k = len(gs)
+			at[id] = k
+			gs = append(gs, group{id: id})
+		}
+		gs[k].members = append(gs[k].members, i)
+	}
+	return gs
+}
+
+// moments returns the mean, the Bessel std and whether all scores of the group are equal.
+func moments(scores []float64, members []int) (mean, std float64, equal bool) {
+	equal = true
+	for _, i := range members {
+		mean += scores[i]
+		equal = equal && scores[i] == scores[members[0]]
+	}
+	n := float64(len(members))
+	mean /= n
+	if len(members) < 2 || equal {
+		return mean, 0, equal
+	}
+	var ss float64
+	for _, i := range members {
+		d := scores[i] - mean
+		ss += d * d
+	}
+	return mean, math.Sqrt(ss / (n - 1)), false
+}
+
+// checkScores validates a batch of scores and group ids.
+func checkScores(scores []float64, groups []int) error {
+	if len(scores) != len(groups) {
+		return fmt.Errorf("grpo: %d scores but %d group ids", len(scores), len(groups))
+	}
+	for i, s := range scores {
+		if math.IsNaN(s) || math.IsInf(s, 0) {
+			return fmt.Errorf("grpo: score of trajectory %d is %v", i, s)
+		}
+	}
+	return nil
+}
+
+// groupAdvantages applies f to every group of two or more with spread (mean, std), leaving 0 for
+// singletons and equal-score groups, and collects the statistics.
+func groupAdvantages(scores []float64, groups []int, f func(s, mean, std float64, n int) float64) ([]float64, GroupStats, error) {
+	if err := checkScores(scores, groups); err != nil {
+		return nil, GroupStats{}, err
+	}
+	adv := make([]float64, len(scores))
+	var st GroupStats
+	var stdSum float64
+	var zeroStdTraj, multi int
+	for _, g := range groupsOf(groups) {
+		st.Groups++
+		if len(g.members) == 1 {
+			st.Singletons++
+			continue
+		}
+		mean, std, equal := moments(scores, g.members)
+		multi++
+		stdSum += std
+		if equal {
+			st.ZeroStd++
+			zeroStdTraj += len(g.members)
+			continue
+		}
+		for _, i := range g.members {
+			adv[i] = f(scores[i], mean, std, len(g.members))
+		}
+	}
+	if len(scores) > 0 {
+		st.FracZeroStd = float64(zeroStdTraj) / float64(len(scores))
+	}
+	if multi > 0 {
+		st.MeanStd = stdSum / float64(multi)
+	}
+	return adv, st, nil
+}
+
+// GroupNorm is GRPO's outcome advantage, scores [B] and group ids [B] → advantages [B]:
+// A_i = (s_i − μ_g)/(σ_g + eps) with σ the Bessel std of the group, or A_i = s_i − μ_g when
+// normStd is off (Dr.GRPO). Singletons and equal-score groups get 0.
+// Reference: verl compute_grpo_outcome_advantage; DeepSeekMath eq. (3); Dr.GRPO §3.
+func GroupNorm(scores []float64, groups []int, eps float64, normStd bool) ([]float64, GroupStats, error) {
+	if !(eps >= 0) {
+		return nil, GroupStats{}, fmt.Errorf("grpo: GroupNorm eps = %v, want ≥ 0", eps)
+	}
+	return groupAdvantages(scores, groups, func(s, mean, std float64, _ int) float64 {
+		if normStd {
+			return (s - mean) / (std + eps)
+		}
+		return s - mean
+	})
+}
+
+// LeaveOneOut is RLOO's advantage, scores [B], group ids [B] → advantages [B]:
+// A_i = s_i − mean_{j≠i} s_j = n/(n−1)·(s_i − μ_g). Singletons and equal-score groups get 0.
+// Reference: verl compute_rloo_outcome_advantage; Ahmadian et al. (arXiv 2402.14740) eq. (9).
+func LeaveOneOut(scores []float64, groups []int) ([]float64, GroupStats, error) {
+	return groupAdvantages(scores, groups, func(s, mean, _ float64, n int) float64 {
+		return float64(n) / float64(n-1) * (s - mean)
+	})
+}
+
+// CenterWhiten is REINFORCE++-baseline's advantage, scores [B], group ids [B], trained tokens per
+// trajectory [B] (nil: every trajectory weighs 1) → advantages [B]: a_i = s_i − μ_g (0 for
+// singletons), then whitened over the batch's tokens: A_i = (a_i − m)/sqrt(v + 1e-8) with m and v
+// the token-weighted mean and Bessel variance (verl whitens the token-level tensor, so a
+// trajectory weighs its token count). Fewer than two tokens in all: zeros.
+// Reference: verl compute_reinforce_plus_plus_baseline_outcome_advantage, verl_F.masked_whiten.
+func CenterWhiten(scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
+	a, st, err := GroupNorm(scores, groups, 0, false)
+	if err != nil {
+		return nil, st, err
+	}
+	if tokens != nil && len(tokens) != len(scores) {
+		return nil, st, fmt.Errorf("grpo: %d scores but %d token counts", len(scores), len(tokens))
+	}
+	w := make([]float64, len(a))
+	for i := range w {
+		w[i] = 1
+		if tokens != nil {
+			if tokens[i] < 0 {
+				return nil, st, fmt.Errorf("grpo: trajectory %d has %d trained tokens", i, tokens[i])
+			}
+			w[i] = float64(tokens[i])
+		}
+	}
+	return whitenWeighted(a, w), st, nil
+}
+
+// whitenWeighted returns (x − m)/sqrt(v + 1e-8) where m and v are the mean and Bessel variance of
+// the multiset holding x[i] w[i] times (verl's masked_whiten over the tokens). A total weight
+// below 2 gives zeros.
+func whitenWeighted(x, w []float64) []float64 {
+	var n, sum float64
+	for i := range x {
+		n += w[i]
+		sum += w[i] * x[i]
+	}
+	out := make([]float64, len(x))
+	if n < 2 {
+		return out
+	}
+	mean := sum / n
+	var ss float64
+	for i := range x {
+		d := x[i] - mean
+		ss += w[i] * d * d
+	}
+	inv := 1 / math.Sqrt(ss/(n-1)+1e-8)
+	for i := range x {
+		out[i] = (x[i] - mean) * inv
+	}
+	return out
+}
+
+// Outcome computes the outcome advantage of c.Estimator (grpo, drgrpo, grpo_multiturn, rloo,
+// reinforce_plus_plus_baseline) for scores [B] with group ids [B]; tokens [B] are the trained
+// tokens per trajectory, read only by reinforce_plus_plus_baseline (nil: one each). mt_grpo and gae
+// need more than scores: use MTGRPO, GAE or BiLevelGAE.
+func Outcome(c AdvConfig, scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
+	if err := c.Validate(); err != nil {
+		return nil, GroupStats{}, err
+	}
+	switch c.Estimator {
+	case EstGRPO, EstMultiTurnGRPO:
+		return GroupNorm(scores, groups, c.Eps, c.NormStd)
+	case EstDrGRPO:
+		return GroupNorm(scores, groups, c.Eps, false)
+	case EstRLOO:
+		return LeaveOneOut(scores, groups)
+	case EstReinforcePPBaseline:
+		return CenterWhiten(scores, groups, tokens)
+	}
+	return nil, GroupStats{}, fmt.Errorf("grpo: estimator %q needs more than trajectory scores (see MTGRPO, GAE)", c.Estimator)
+}
+
+// PerTurn broadcasts one advantage per trajectory [B] to each of its turns: turns[i] is the number
+// of samples (turns) of trajectory i; the result is [B][turns[i]]. Multi-turn GRPO with condensed
+// contexts trains every turn with its trajectory's advantage.
+func PerTurn(adv []float64, turns []int) ([][]float64, error) {
+	if len(adv) != len(turns) {
+		return nil, fmt.Errorf("grpo: %d advantages but %d turn counts", len(adv), len(turns))
+	}
+	out := make([][]float64, len(adv))
+	for i, a := range adv {
+		if turns[i] < 0 {
+			return nil, fmt.Errorf("grpo: trajectory %d has %d turns", i, turns[i])
+		}
+		out[i] = make([]float64, turns[i])
+		for t := range out[i] {
+			out[i][t] = a
+		}
+	}
+	return out, nil
+}
