@@ -1,0 +1,154 @@
+package grpo
+
+// Loss aggregation as per-token weights computed on the host. Every mode of verl's agg_loss
+// becomes a weight w per trained token such that the mini-batch loss is Σ w·L over all of its
+// tokens. The weights see the whole mini-batch (its token and sequence counts), so the loss of any
+// split into micro-batches, or later into data-parallel ranks, adds up to the unsplit loss
+// exactly; verl needs dp_size, global_batch_size and batch_num_tokens for the same effect.
+// Reference: verl core_algos.py agg_loss.
+//
+// Deviation: seq-mean-token-sum-norm divides by the number of sequences as well as by the
+// constant, as Dr.GRPO (arXiv 2503.20783, eq. 3) and TRL's dr_grpo do; verl's agg_loss sums the
+// sequences of a micro-batch and divides by the constant only, then scales by 1/micro-batches.
+
+import (
+	"fmt"
+	"math"
+)
+
+// AggMode names a loss aggregation, spelled as verl's loss_agg_mode.
+type AggMode string
+
+// Aggregation modes.
+const (
+	// AggTokenMean: Σ m·L / (trained tokens of the mini-batch). Every token weighs the same (DAPO).
+	AggTokenMean AggMode = "token-mean"
+	// AggSeqMeanTokenSum: mean over sequences of Σ_t m·L.
+	AggSeqMeanTokenSum AggMode = "seq-mean-token-sum"
+	// AggSeqMeanTokenMean: mean over sequences of the sequence's token mean (original GRPO).
+	AggSeqMeanTokenMean AggMode = "seq-mean-token-mean"
+	// AggSeqMeanTokenSumNorm: mean over sequences of Σ_t m·L / AggConfig.Norm (Dr.GRPO).
+	AggSeqMeanTokenSumNorm AggMode = "seq-mean-token-sum-norm"
+)
+
+var aggModes = []AggMode{AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, AggSeqMeanTokenSumNorm}
+
+// ParseAggMode reads a loss_agg_mode; unknown modes are an error naming the value.
+func ParseAggMode(s string) (AggMode, error) {
+	return parseEnum("loss aggregation mode", s, aggModes, nil)
+}
+
+// TurnWeighting says what a "sequence" of the seq-mean modes is when a trajectory's turns are
+// trained as samples of their own.
+type TurnWeighting string
+
+// Turn weightings.
+const (
+	// TurnsAsSequences: every turn is a sequence. A trajectory with more turns weighs more (each of
+	// its turns weighs as much as a one-turn trajectory). What step-wise trainers (SkyRL, ROLL) do.
+	TurnsAsSequences TurnWeighting = "turn"
+	// TrajectoryAsSequence: a trajectory's turns together are one sequence (their trained tokens
+	// concatenated), so every trajectory shares one unit of weight among its turns: what verl
+	// computes when a whole multi-turn trajectory is one response row.
+	TrajectoryAsSequence TurnWeighting = "trajectory"
+)
+
+var turnWeightings = []TurnWeighting{TurnsAsSequences, TrajectoryAsSequence}
+
+// ParseTurnWeighting reads a turn weighting; unknown values are an error naming the value.
+func ParseTurnWeighting(s string) (TurnWeighting, error) {
+	return parseEnum("turn weighting", s, turnWeightings, nil)
+}
+
+// AggConfig configures loss aggregation. token-mean ignores Turns: every token weighs the same
+// whichever turn it is in.
+type AggConfig struct {
+	// Mode is the aggregation (token-mean, verl's default).
+	Mode AggMode
+	// Turns says what a sequence is for the seq-mean modes (turn).
+	Turns TurnWeighting
+	// Norm is seq-mean-token-sum-norm's constant (Dr.GRPO: the maximum response length; verl's
+	// loss_scale_factor). Required, > 0, for that mode; unused otherwise.
+	Norm float64
+}
+
+// DefaultAggConfig is token-mean with turns as sequences.
+func DefaultAggConfig() AggConfig { return AggConfig{Mode: AggTokenMean, Turns: TurnsAsSequences} }
+
+// Validate names the first bad field.
+func (c AggConfig) Validate() error {
+	if err := checkEnum("AggConfig.Mode", c.Mode, aggModes); err != nil {
+		return err
+	}
+	if err := checkEnum("AggConfig.Turns", c.Turns, turnWeightings); err != nil {
+		return err
+	}
+	if c.Mode == AggSeqMeanTokenSumNorm && !(c.Norm > 0 && !math.IsInf(c.Norm, 1)) {
+		return fmt.Errorf("grpo: AggConfig.Norm = %v, want a finite value > 0 for %s", c.Norm, c.Mode)
+	}
+	return nil
+}
+
+// Sample is what aggregation needs of one training sample (one turn).
+type Sample struct {
+	// Tokens is the number of trained (loss-mask 1) tokens of the sample.
+	Tokens int
+	// Traj identifies the sample's trajectory: samples with the same Traj are its turns.
+	Traj int
+}
+
+// Weights returns, for the samples of one mini-batch [S], the weight [S] that each trained token
+// of each sample gets, so that the mini-batch loss is Σ_s w_s·Σ_t m·L. With N trained tokens in
+// all, K sequences with at least one trained token (turns or trajectories, c.Turns) and n_k the
+// trained tokens of sequence k:
+//
+//	token-mean               w = 1/N
+//	seq-mean-token-sum       w = 1/K
+//	seq-mean-token-mean      w = 1/(K·n_k)
+//	seq-mean-token-sum-norm  w = 1/(K·c.Norm)
+//
+// Samples without trained tokens get 0 and are not counted as sequences (verl excludes fully
+// masked sequences); a mini-batch without trained tokens gets all zeros.
+func Weights(samples []Sample, c AggConfig) ([]float64, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	seqTokens := map[int]int{} // sequence key → trained tokens
+	key := func(i int) int {
+		if c.Turns == TrajectoryAsSequence {
+			return samples[i].Traj
+		}
+		return i
+	}
+	n := 0
+	for i, s := range samples {
+		if s.Tokens < 0 {
+			return nil, fmt.Errorf("grpo: sample %d has %d trained tokens", i, s.Tokens)
+		}
+		n += s.Tokens
+		seqTokens[key(i)] += s.Tokens
+	}
+	k := 0
+	for _, t := range seqTokens {
+		if t > 0 {
+			k++
+		}
+	}
+	w := make([]float64, len(samples))
+	for i, s := range samples {
+		if s.Tokens == 0 {
+			continue
+		}
+		switch c.Mode {
+		case AggTokenMean:
+			w[i] = 1 / float64(n)
+		case AggSeqMeanTokenSum:
+			w[i] = 1 / float64(k)
+		case AggSeqMeanTokenMean:
+			w[i] = 1 / (float64(k) * float64(seqTokens[key(i)]))
+		case AggSeqMeanTokenSumNorm:
+			w[i] = 1 / (float64(k) * c.Norm)
+		}
+	}
+	return w, nil
+}
