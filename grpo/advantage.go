@@ -110,6 +110,11 @@ type GroupStats struct {
 	MeanStd float64
 }
 
+// Metrics names the statistics as TRL and verl log them (frac_reward_zero_std, reward_std).
+func (s GroupStats) Metrics() map[string]float64 {
+	return map[string]float64{"frac_reward_zero_std": s.FracZeroStd, "reward_std": s.MeanStd}
+}
+
 // group is one group's members (indices into the batch) in batch order.
 type group struct {
 	id      int

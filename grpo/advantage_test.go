@@ -38,6 +38,9 @@ func TestGroupNormHandWorked(t *testing.T) {
 		!near(st.FracZeroStd, want.FracZeroStd, 1e-12) || !near(st.MeanStd, want.MeanStd, 1e-12) {
 		t.Errorf("stats = %+v, want %+v", st, want)
 	}
+	if m := st.Metrics(); m["frac_reward_zero_std"] != st.FracZeroStd || m["reward_std"] != st.MeanStd {
+		t.Errorf("metrics = %v", m)
+	}
 
 	// ε = 1e-6 as in verl: 0.5/(1/√3 + 1e-6).
 	adv, _, _ = GroupNorm(advScores, advGroups, 1e-6, true)
