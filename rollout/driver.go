@@ -14,10 +14,20 @@ import (
 
 // Generator is what the driver generates with: the Engine, or a scripted fake in tests.
 type Generator interface {
+	// Submit queues a request; its samples come back from later Steps.
 	Submit(r *Request) error
+	// Step advances generation and returns the samples that finished.
 	Step() ([]*Result, error)
+	// Idle reports whether nothing is queued or running.
 	Idle() bool
+	// Abort drops a request and returns its samples that had already finished.
 	Abort(r *Request) []*Result
+	// MaxLen is the longest sequence (context and output) one sample can hold, 0 for no limit:
+	// the driver ends an episode whose next context does not fit.
+	MaxLen() int
+	// Stats returns the generator's running counters (zero for generators without an engine);
+	// the driver reports the difference over a Run.
+	Stats() Stats
 }
 
 // DriverConfig configures multi-turn rollouts.
@@ -91,9 +101,7 @@ func NewDriver(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (*Driv
 func (d *Driver) Run(ctx context.Context, eps []Episode) ([]*Trajectory, *BatchProfile, error) {
 	r := &run{d: d, ctx: ctx, events: make(chan func(), len(eps)+1), sem: make(chan struct{}, d.cfg.Workers),
 		byReq: map[*Request][]*episode{}, owed: map[*Request]int{}, holding: true, start: time.Now()}
-	if s, ok := d.gen.(interface{ Stats() Stats }); ok {
-		r.stats0 = s.Stats()
-	}
+	r.stats0 = d.gen.Stats()
 	for i, in := range eps {
 		if in.Env == nil {
 			return nil, nil, fmt.Errorf("rollout: episode %d has no Env", i)

@@ -77,6 +77,9 @@ func NewEngine(b Backend, tok *tokenizer.Tokenizer, cfg Config) (*Engine, error)
 // Backend returns the engine's backend.
 func (e *Engine) Backend() Backend { return e.b }
 
+// MaxLen is the backend's cache length per slot: the longest context plus output of one sample.
+func (e *Engine) MaxLen() int { return e.b.MaxLen() }
+
 // Submit queues a request. It fails, naming the field, on a bad request; nothing is queued then.
 func (e *Engine) Submit(r *Request) error {
 	if err := e.check(r); err != nil {

@@ -127,8 +127,8 @@ func (ep *episode) condense() {
 // limit is the longest context the episode may use (0: none).
 func (ep *episode) limit() int {
 	lim := ep.r.d.cfg.MaxContextTokens
-	if e, ok := ep.r.d.gen.(interface{ Backend() Backend }); ok {
-		if c := e.Backend().MaxLen() - 1; lim == 0 || c < lim {
+	if n := ep.r.d.gen.MaxLen(); n > 0 {
+		if c := n - 1; lim == 0 || c < lim {
 			lim = c
 		}
 	}

@@ -20,13 +20,11 @@ type BatchProfile struct {
 
 func (r *run) profile(trajs []*Trajectory) *BatchProfile {
 	p := &BatchProfile{Wall: time.Since(r.start), Episodes: len(trajs), WaitingOnWorkers: r.blocked}
-	if s, ok := r.d.gen.(interface{ Stats() Stats }); ok {
-		now := s.Stats()
-		p.Engine = Stats{Steps: now.Steps - r.stats0.Steps, PrefillTokens: now.PrefillTokens - r.stats0.PrefillTokens,
-			DecodeTokens: now.DecodeTokens - r.stats0.DecodeTokens, Generated: now.Generated - r.stats0.Generated,
-			Forks: now.Forks - r.stats0.Forks, MaxBatch: now.MaxBatch, Forward: now.Forward - r.stats0.Forward,
-			Sample: now.Sample - r.stats0.Sample}
-	}
+	now := r.d.gen.Stats()
+	p.Engine = Stats{Steps: now.Steps - r.stats0.Steps, PrefillTokens: now.PrefillTokens - r.stats0.PrefillTokens,
+		DecodeTokens: now.DecodeTokens - r.stats0.DecodeTokens, Generated: now.Generated - r.stats0.Generated,
+		Forks: now.Forks - r.stats0.Forks, MaxBatch: now.MaxBatch, Forward: now.Forward - r.stats0.Forward,
+		Sample: now.Sample - r.stats0.Sample}
 	for _, t := range trajs {
 		for _, tu := range t.Turns {
 			if tu.Kind == KindSummary {

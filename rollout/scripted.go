@@ -29,6 +29,12 @@ func (s *Scripted) Submit(r *Request) error {
 	return nil
 }
 
+// MaxLen is 0: a scripted generator holds sequences of any length.
+func (s *Scripted) MaxLen() int { return 0 }
+
+// Stats is zero: there is no engine.
+func (s *Scripted) Stats() Stats { return Stats{} }
+
 // Idle reports whether nothing is pending.
 func (s *Scripted) Idle() bool { return len(s.pending) == 0 }
 

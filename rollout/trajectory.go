@@ -123,3 +123,27 @@ type EpisodeProfile struct {
 	Generate, Queue, Env, Condense, Reward, Reset time.Duration
 	Wall                                          time.Duration
 }
+
+// Sample is a turn laid out for training: the sequence, where scoring starts, the loss mask and
+// the sampler's log-probs, all indexed by token position.
+type Sample struct {
+	// IDs is Context followed by Output.
+	IDs []int32
+	// ScoreFrom is the first position whose log-prob the trainer needs (len(Context)): earlier
+	// tokens are context and never trained.
+	ScoreFrom int
+	// Mask[i] is true where token i is trained (from the turn's spans).
+	Mask []bool
+	// LogProbs[i] is the sampler's log-prob of IDs[i] after temperature only (what the trainer
+	// recomputes with the same temperature); 0 before ScoreFrom.
+	LogProbs []float32
+}
+
+// Sample returns the turn as one training sample. The sampler's log-probs are placed at their
+// tokens' positions, as model.Output lays out the trainer's.
+func (t *Turn) Sample() Sample {
+	ids := t.Tokens()
+	lp := make([]float32, len(ids))
+	copy(lp[len(t.Context):], t.TemperedLogProbs)
+	return Sample{IDs: ids, ScoreFrom: len(t.Context), Mask: t.Mask(), LogProbs: lp}
+}
