@@ -9,6 +9,7 @@ type attention struct {
 	cos, sin *torch.Tensor // [B, 1, T, D] in the model dtype
 	mask     *torch.Tensor // bool [B, 1, T, Tk], true = may attend; nil means plain causal
 	segments [][2]int64    // packed batches: (start, length) of each sequence, attended separately
+	prefix   int64         // a shared prefix in columns [0, prefix) that every segment also attends to
 	cache    *KVCache      // nil outside generation
 	write    *cacheWrite
 }
@@ -79,6 +80,9 @@ func (a *attention) cached(layer int, k, v *torch.Tensor) (*torch.Tensor, *torch
 // proportional to Σ len² instead of (Σ len)², and the flash kernel on CUDA.
 func (a *attention) attend(q, k, v *torch.Tensor) *torch.Tensor {
 	if a.segments != nil {
+		if a.prefix > 0 {
+			return mergeHeads(a.attendShared(q, k, v))
+		}
 		outs := make([]*torch.Tensor, len(a.segments))
 		for i, sg := range a.segments {
 			outs[i] = torch.ScaledDotProductAttention(q.Narrow(2, sg[0], sg[1]), k.Narrow(2, sg[0], sg[1]),
@@ -91,6 +95,28 @@ func (a *attention) attend(q, k, v *torch.Tensor) *torch.Tensor {
 	}
 	o := torch.AttentionOpts{Mask: a.mask, Causal: a.mask == nil}
 	return mergeHeads(torch.ScaledDotProductAttention(q, k, v, o))
+}
+
+// attendShared attends a packed batch with a shared prefix: the prefix causally to itself, each
+// segment to the whole prefix and causally to itself (a [len, prefix+len] mask), [B, H, T, D].
+func (a *attention) attendShared(q, k, v *torch.Tensor) *torch.Tensor {
+	p := a.prefix
+	kp, vp := k.Narrow(2, 0, p), v.Narrow(2, 0, p)
+	outs := []*torch.Tensor{torch.ScaledDotProductAttention(q.Narrow(2, 0, p), kp, vp, torch.AttentionOpts{Causal: true})}
+	masks := map[int64]*torch.Tensor{}
+	for _, sg := range a.segments {
+		n := sg[1]
+		mask, ok := masks[n]
+		if !ok {
+			own := torch.Ones([]int64{n, n}, torch.Bool, q.Device()).Tril(0)
+			mask = torch.Cat([]*torch.Tensor{torch.Ones([]int64{n, p}, torch.Bool, q.Device()), own}, 1)
+			masks[n] = mask
+		}
+		ks := torch.Cat([]*torch.Tensor{kp, k.Narrow(2, sg[0], n)}, 2)
+		vs := torch.Cat([]*torch.Tensor{vp, v.Narrow(2, sg[0], n)}, 2)
+		outs = append(outs, torch.ScaledDotProductAttention(q.Narrow(2, sg[0], n), ks, vs, torch.AttentionOpts{Mask: mask}))
+	}
+	return torch.Cat(outs, 2)
 }
 
 // foldedGQA is masked grouped-query attention of one query token per row (a decode step) without

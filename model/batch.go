@@ -12,7 +12,11 @@ import (
 // attends causally to its own tokens only (through a [B, 1, T, T] mask unless all lengths are
 // equal). Packed: all sequences end to end in one row, [1, ΣT], with position ids restarting at 0
 // for each sequence and causal attention within each sequence (attended segment by segment, so no
-// mask at all and no compute spent on padding). Per-token results (log-probs, entropies) come back as float32
+// mask at all and no compute spent on padding). Packed with a shared prefix (NewSharedBatch): the
+// sequences' common first tokens appear once, followed by each sequence's remainder; every
+// remainder attends to the prefix and causally to itself, so the prefix is computed once for all
+// sequences, exactly (causal attention makes its states independent of what follows). Per-token
+// results (log-probs, entropies) come back as float32
 // tensors in the same [rows, cols] layout; Tensor and Values convert between that layout and
 // per-sequence Go slices.
 type Batch struct {
@@ -23,8 +27,12 @@ type Batch struct {
 	// sized head is not computed for them. nil scores every token from the second on.
 	ScoreFrom []int
 
+	// Prefix is the number of leading tokens all sequences share and the layout holds once
+	// (NewSharedBatch); 0 otherwise.
+	Prefix int
+
 	rows, cols int
-	row, start []int   // where sequence i sits: row, first column
+	row, start []int   // where sequence i sits: row, first column (of its remainder after Prefix)
 	ids        []int64 // [rows*cols], 0 at padding
 	pos        []int32 // [rows*cols], position ids (0 at padding)
 }
@@ -51,26 +59,87 @@ func NewBatch(seqs [][]int32, packed bool) (*Batch, error) {
 	if !packed {
 		b.rows = len(seqs)
 	}
-	b.ids = make([]int64, b.rows*b.cols)
-	b.pos = make([]int32, b.rows*b.cols)
+	b.fill()
+	return b, nil
+}
+
+// NewSharedBatch lays seqs out packed in one row with their first prefix tokens, which every
+// sequence must share, stored and computed once: [prefix, rest of seq 0, rest of seq 1, ...]. Each
+// sequence must be longer than the prefix. Scoring (ScoreFrom) must start after the prefix: its
+// positions belong to every sequence at once.
+func NewSharedBatch(seqs [][]int32, prefix int) (*Batch, error) {
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("model: empty batch")
+	}
+	if prefix < 0 {
+		return nil, fmt.Errorf("model: shared prefix %d must be >= 0", prefix)
+	}
+	b := &Batch{Seqs: seqs, Packed: true, Prefix: prefix, rows: 1, cols: prefix,
+		row: make([]int, len(seqs)), start: make([]int, len(seqs))}
 	for i, s := range seqs {
-		o := b.row[i]*b.cols + b.start[i]
-		for t, id := range s {
-			b.ids[o+t] = int64(id)
-			b.pos[o+t] = int32(t)
+		if len(s) <= prefix {
+			return nil, fmt.Errorf("model: batch sequence %d has %d tokens, not more than the shared prefix of %d", i, len(s), prefix)
+		}
+		for t := 0; t < prefix; t++ {
+			if s[t] != seqs[0][t] {
+				return nil, fmt.Errorf("model: batch sequence %d differs from sequence 0 at token %d, inside the shared prefix of %d", i, t, prefix)
+			}
+		}
+		b.start[i] = b.cols
+		b.cols += len(s) - prefix
+	}
+	b.fill()
+	return b, nil
+}
+
+// SharedPrefix is the length of the longest prefix all seqs have in common (at most each one's
+// length minus one, so that every sequence keeps a token of its own).
+func SharedPrefix(seqs [][]int32) int {
+	if len(seqs) == 0 {
+		return 0
+	}
+	n := len(seqs[0]) - 1
+	for _, s := range seqs[1:] {
+		n = min(n, len(s)-1)
+		for t := 0; t < n; t++ {
+			if s[t] != seqs[0][t] {
+				n = t
+				break
+			}
 		}
 	}
-	return b, nil
+	return max(n, 0)
+}
+
+// fill writes the ids and position ids of the layout.
+func (b *Batch) fill() {
+	b.ids = make([]int64, b.rows*b.cols)
+	b.pos = make([]int32, b.rows*b.cols)
+	for i, s := range b.Seqs {
+		for t, id := range s {
+			o := b.at(i, t)
+			b.ids[o] = int64(id)
+			b.pos[o] = int32(t)
+		}
+	}
+}
+
+// at is the flat index of token t of sequence i in the layout.
+func (b *Batch) at(i, t int) int {
+	if t < b.Prefix {
+		return t
+	}
+	return b.row[i]*b.cols + b.start[i] + t - b.Prefix
 }
 
 // Shape is the [rows, cols] layout of the batch's per-token tensors.
 func (b *Batch) Shape() (rows, cols int) { return b.rows, b.cols }
 
-// Tokens is the number of real (non-padding) tokens.
+// Tokens is the number of real (non-padding) tokens in the layout (a shared prefix counts once).
 func (b *Batch) Tokens() int {
-	n := 0
+	n := b.Prefix
 	for _, s := range b.Seqs {
-		n += len(s)
+		n += len(s) - b.Prefix
 	}
 	return n
 }
@@ -111,15 +180,14 @@ func (b *Batch) paddingMask(dev torch.Device) *torch.Tensor {
 // its log-prob goes).
 func (b *Batch) scored() (pred, target, at []int64) {
 	for i, s := range b.Seqs {
-		o := b.row[i]*b.cols + b.start[i]
 		from := 1
 		if b.ScoreFrom != nil {
 			from = max(1, b.ScoreFrom[i])
 		}
 		for t := from; t < len(s); t++ {
-			pred = append(pred, int64(o+t-1))
+			pred = append(pred, int64(b.at(i, t-1)))
 			target = append(target, int64(s[t]))
-			at = append(at, int64(o+t))
+			at = append(at, int64(b.at(i, t)))
 		}
 	}
 	return pred, target, at
@@ -130,6 +198,13 @@ func (b *Batch) scored() (pred, target, at []int64) {
 func (b *Batch) checkIDs(vocab int) error {
 	if b.ScoreFrom != nil && len(b.ScoreFrom) != len(b.Seqs) {
 		return fmt.Errorf("model: ScoreFrom has %d entries for %d sequences", len(b.ScoreFrom), len(b.Seqs))
+	}
+	if b.Prefix > 0 && len(b.Seqs) > 1 {
+		for i := range b.Seqs {
+			if b.ScoreFrom == nil || b.ScoreFrom[i] <= b.Prefix {
+				return fmt.Errorf("model: sequence %d is scored inside the shared prefix of %d tokens (set ScoreFrom past it)", i, b.Prefix)
+			}
+		}
 	}
 	for i, s := range b.Seqs {
 		for t, id := range s {
@@ -142,7 +217,7 @@ func (b *Batch) checkIDs(vocab int) error {
 }
 
 // Tensor lays per-token values out as a float32 [rows, cols] tensor on dev (0 at padding): values[i]
-// must have one entry per token of sequence i. Use it for loss masks, advantages and old log-probs.
+// must have one entry per token of sequence i. A shared prefix takes sequence 0's values. Use it for loss masks, advantages and old log-probs.
 func (b *Batch) Tensor(values [][]float32, dev torch.Device) (*torch.Tensor, error) {
 	if len(values) != len(b.Seqs) {
 		return nil, fmt.Errorf("model: %d value rows for %d sequences", len(values), len(b.Seqs))
@@ -152,7 +227,11 @@ func (b *Batch) Tensor(values [][]float32, dev torch.Device) (*torch.Tensor, err
 		if len(v) != len(b.Seqs[i]) {
 			return nil, fmt.Errorf("model: sequence %d has %d tokens but %d values", i, len(b.Seqs[i]), len(v))
 		}
-		copy(flat[b.row[i]*b.cols+b.start[i]:], v)
+		for t, x := range v {
+			if t >= b.Prefix || i == 0 {
+				flat[b.at(i, t)] = x
+			}
+		}
 	}
 	var t *torch.Tensor
 	err := torch.Do(func() error {
@@ -173,8 +252,10 @@ func (b *Batch) Values(t *torch.Tensor) ([][]float32, error) {
 	}
 	out := make([][]float32, len(b.Seqs))
 	for i, s := range b.Seqs {
-		o := b.row[i]*b.cols + b.start[i]
-		out[i] = append([]float32(nil), flat[o:o+len(s)]...)
+		out[i] = make([]float32, len(s))
+		for t := range s {
+			out[i][t] = flat[b.at(i, t)]
+		}
 	}
 	return out, nil
 }

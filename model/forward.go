@@ -53,8 +53,9 @@ func (m *Model) inputs(b *Batch) (*torch.Tensor, *attention) {
 	ids := torch.FromSlice(b.ids, int64(b.rows), int64(b.cols)).ToDevice(m.Device)
 	if b.Packed && len(b.Seqs) > 1 {
 		a := m.newAttention(b.pos, b.rows, b.cols)
+		a.prefix = int64(b.Prefix)
 		for i, s := range b.Seqs {
-			a.segments = append(a.segments, [2]int64{int64(b.start[i]), int64(len(s))})
+			a.segments = append(a.segments, [2]int64{int64(b.start[i]), int64(len(s) - b.Prefix)})
 		}
 		return ids, a
 	}
