@@ -85,3 +85,20 @@ func ManualSeed(seed uint64) {
 func SetNumThreads(n int) {
 	check("SetNumThreads", C.mt_set_num_threads(C.int(n)))
 }
+
+// Threads reports libtorch's intra-op thread count and OpenBLAS' (-1 when the process's BLAS is
+// not OpenBLAS: the reference BLAS runs on the calling thread).
+func Threads() (intraOp, blas int) {
+	var i, b C.int
+	check("Threads", C.mt_get_threads(&i, &b))
+	return int(i), int(b)
+}
+
+// SetBLASThreads sets OpenBLAS' own thread count, which OpenBLAS otherwise takes from
+// OPENBLAS_NUM_THREADS (or the number of cores) when the process starts; it reports false when the
+// process's BLAS is not OpenBLAS.
+func SetBLASThreads(n int) bool {
+	var found C.int
+	check("SetBLASThreads", C.mt_set_blas_threads(C.int(n), &found))
+	return found != 0
+}

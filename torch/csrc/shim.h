@@ -61,6 +61,12 @@ MT_API mt_err mt_free(mt_tensor* hs, size_t n);
 MT_API mt_err mt_set_num_threads(int n);
 MT_API mt_err mt_manual_seed(uint64_t seed);
 
+/* ---- threads.cpp: CPU thread pools ----------------------------------------------------------- */
+/* libtorch's intra-op thread count, and OpenBLAS' (-1 when the BLAS in the process is not OpenBLAS). */
+MT_API mt_err mt_get_threads(int* intra_op, int* blas);
+/* Sets OpenBLAS' thread count when OpenBLAS is loaded; found reports whether it is. */
+MT_API mt_err mt_set_blas_threads(int n, int* found);
+
 /* ---- tensor.cpp: creation, conversion, metadata ------------------------------------------- */
 /* Copies nbytes of raw little-endian data into a new contiguous tensor on device. */
 MT_API mt_err mt_from_data(const void* data, size_t nbytes, int dtype, const int64_t* shape, int ndim,
