@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -36,7 +35,7 @@ func Load(dir string, o Options) (m *Model, err error) {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	defer ck.Close()
-	if err := m.loadWeights(ck, dir); err != nil {
+	if err := m.loadWeights(ck, dir, o.Progress); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -49,7 +48,7 @@ func (m *Model) ignorable(name string) bool {
 }
 
 // loadWeights checks the checkpoint against the weight table, then fills every entry.
-func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) {
+func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string, bar Progress) (err error) {
 	defer torch.Recover(&err)
 	table := m.weights()
 	want := map[string]bool{}
@@ -80,8 +79,11 @@ func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) 
 	if len(unexpected) > 0 {
 		return fmt.Errorf("model: %s: unexpected tensors (not in the %s weight table): %s", dir, m.Config.ModelType, listNames(unexpected))
 	}
-	bar := newProgress(os.Stderr, "loading "+dir, total)
-	defer bar.done()
+	if bar == nil {
+		bar = silent{}
+	}
+	bar.Start("loading "+dir, total)
+	defer bar.Done()
 	for _, w := range table {
 		var t *torch.Tensor
 		m.scope.With(func() {
@@ -92,7 +94,7 @@ func (m *Model) loadWeights(ck *safetensors.Checkpoint, dir string) (err error) 
 		}
 		*w.t = t
 		info, _ := ck.Info(w.name)
-		bar.add(info.Numel() * int64(info.DType.Size()))
+		bar.Add(info.Numel() * int64(info.DType.Size()))
 	}
 	m.ready()
 	return nil
@@ -105,3 +107,10 @@ func listNames(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:8], ", "), len(names)-8)
 }
+
+// silent is the Progress of a Load that reports nothing.
+type silent struct{}
+
+func (silent) Start(string, int64) {}
+func (silent) Add(int64)           {}
+func (silent) Done()               {}

@@ -60,6 +60,17 @@ type Options struct {
 	// "float32" (default), "bfloat16", "float16" (CUDA only with Debian's libtorch 1.13), or "auto":
 	// config.json's torch_dtype.
 	DType string
+	// Progress, when set, is told how Load reads the weights (nil: Load reports nothing).
+	Progress Progress
+}
+
+// Progress follows a long operation: Start once with the total work in bytes, Add as parts arrive,
+// Done once at the end, whether it succeeded or not. Callers draw it (a terminal bar, a log line);
+// the model package writes nothing itself.
+type Progress interface {
+	Start(label string, total int64)
+	Add(n int64)
+	Done()
 }
 
 func (o Options) resolve(c *Config) (torch.Device, torch.DType, error) {

