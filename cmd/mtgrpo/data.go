@@ -2,41 +2,64 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-
-	"github.com/spf13/pflag"
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
-// dataCmd is `mtgrpo data gen|check`: write generated task rows in verl's layout (parquet or JSONL
-// by the file's extension), or validate a dataset file.
+var (
+	dataGenCommand = command{
+		name:     "data gen",
+		summary:  "Write generated task rows in verl's layout (parquet or JSONL by the file's extension).",
+		examples: []string{"mtgrpo data gen --task countdown --n 1000 --out data/countdown.parquet"},
+	}
+	dataCheckCommand = command{
+		name:     "data check",
+		args:     "FILE",
+		summary:  "Validate a dataset file (parquet or JSONL): every row must be a valid task.",
+		examples: []string{"mtgrpo data check data/countdown.parquet", "mtgrpo data check --skip-invalid data/mixed.jsonl"},
+	}
+)
+
+// dataCmd is `mtgrpo data gen|check`.
 func dataCmd(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("data: want a subcommand: gen or check")
+		return usagef("data: want a subcommand: gen or check")
 	}
 	switch args[0] {
 	case "gen":
 		return dataGen(args[1:])
 	case "check":
 		return dataCheck(args[1:])
+	case "-h", "--help", "help":
+		dataGenCommand.flags().Usage()
+		fmt.Println()
+		dataCheckCommand.flags().Usage()
+		return nil
 	default:
-		return fmt.Errorf("data: unknown subcommand %q (gen, check)", args[0])
+		return usagef("data: unknown subcommand %q (gen, check)", args[0])
 	}
 }
 
 func dataGen(args []string) error {
-	fs := pflag.NewFlagSet("data gen", pflag.ContinueOnError)
+	fs := dataGenCommand.flags()
 	task := fs.String("task", "", "task generator ("+strings.Join(env.GeneratorNames(), ", ")+"; required)")
-	n := fs.Int("n", 1000, "rows to write")
+	n := fs.Int("n", 1000, "rows to write (at least 1)")
 	seed := fs.Int64("seed", 0, "generator seed")
 	out := fs.String("out", "", "output file: .parquet or .jsonl (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := dataGenCommand.parse(fs, args); err != nil {
 		return err
 	}
 	if *task == "" || *out == "" {
-		return fmt.Errorf("data gen: --task and --out are required")
+		return usagef("data gen: --task and --out are required")
+	}
+	if !slices.Contains(env.GeneratorNames(), *task) {
+		return usagef("data gen: --task %q: unknown generator (%s)", *task, strings.Join(env.GeneratorNames(), ", "))
+	}
+	if err := atLeast("data gen", intFlag{"n", *n, 1}); err != nil {
+		return err
 	}
 	rows, err := env.Generate(*task, *n, *seed)
 	if err != nil {
@@ -50,13 +73,13 @@ func dataGen(args []string) error {
 }
 
 func dataCheck(args []string) error {
-	fs := pflag.NewFlagSet("data check", pflag.ContinueOnError)
+	fs := dataCheckCommand.flags()
 	skip := fs.Bool("skip-invalid", false, "count malformed rows instead of stopping at the first")
-	if err := fs.Parse(args); err != nil {
+	if err := dataCheckCommand.parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("data check: want one file")
+		return usagef("data check: want one file, got %d arguments", fs.NArg())
 	}
 	rows, st, err := data.Read(fs.Arg(0), data.Options{SkipInvalid: *skip})
 	if err != nil {

@@ -5,18 +5,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/setup"
 	"github.com/mtgrpo/mtgrpo/env"
-	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
-	"github.com/mtgrpo/mtgrpo/tokenizer"
-	"github.com/mtgrpo/mtgrpo/torch"
 )
+
+var demoCommand = command{
+	name:     "demo",
+	summary:  "The embedded default job on CPU: a tiny model (Qwen3 layout, byte-level tokenizer) plays GRPO\ngroups of multi-turn episodes of a built-in task; rewards and the time split are printed.",
+	examples: []string{"mtgrpo demo", "mtgrpo demo --task countdown --tasks 8 --group 8 --out runs/demo-countdown"},
+}
 
 // demo is `mtgrpo demo`: the embedded default job on CPU. It writes the tiny default model (Qwen3
 // layout, the project's byte-level tokenizer, fixed seed) and runs GRPO groups of multi-turn episodes
@@ -25,7 +29,7 @@ import (
 // The GRPO trainer is not part of this build yet: the demo runs the rollout and reward half of a
 // training step and says so in its output.
 func demo(args []string) error {
-	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+	fs := demoCommand.flags()
 	task := fs.String("task", "calc_mult", "built-in environment ("+strings.Join(env.Names(), ", ")+")")
 	tasks := fs.Int("tasks", 4, "tasks per batch")
 	group := fs.Int("group", 4, "samples per task (the GRPO group)")
@@ -33,18 +37,24 @@ func demo(args []string) error {
 	keep := fs.Int("keep-last", 2, "condensed context: keep the task and the last N steps")
 	seed := fs.Uint64("seed", 0, "seed for the model, the tasks and sampling")
 	out := fs.String("out", "runs/demo", "output directory (the model is written to OUT/model)")
-	if err := fs.Parse(args); err != nil {
+	threadSpec := threadsFlag(fs)
+	if err := demoCommand.parse(fs, args); err != nil {
 		return err
 	}
-	if *tasks < 1 || *group < 1 || *maxNew < 1 {
-		return fmt.Errorf("demo: --tasks, --group and --max-new-tokens must be >= 1")
+	if err := atLeast("demo", intFlag{"tasks", *tasks, 1}, intFlag{"group", *group, 1},
+		intFlag{"max-new-tokens", *maxNew, 1}, intFlag{"keep-last", *keep, 0}); err != nil {
+		return err
+	}
+	if !slices.Contains(env.Names(), *task) {
+		return usagef("demo: --task %q: unknown environment (%s)", *task, strings.Join(env.Names(), ", "))
 	}
 	dir := filepath.Join(*out, "model")
-	if err := initModel([]string{"--arch", "qwen3", "--preset", "tiny", "--seed", fmt.Sprint(*seed), "--out", dir}); err != nil {
-		return err
+	// The demo owns OUT/model: a second run writes over the first one's model.
+	initArgs := []string{"--arch", "qwen3", "--preset", "tiny", "--seed", fmt.Sprint(*seed), "--out", dir, "--force"}
+	if *threadSpec != "" {
+		initArgs = append(initArgs, "--threads", *threadSpec)
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
+	if err := initModel(initArgs); err != nil {
 		return err
 	}
 	environment, err := env.Open(*task, env.Config{})
@@ -64,31 +74,27 @@ func demo(args []string) error {
 	fmt.Printf("mtgrpo demo: %s, %d tasks x %d samples, condensed context = task + last %d steps\n",
 		*task, *tasks, *group, *keep)
 	fmt.Println("note: the GRPO trainer is not in this build yet; this runs the rollout and reward half of a training step.")
-	return torch.Run(func() error {
-		m, err := model.Load(dir, model.Options{Device: "cpu"})
+	bars := progress.New(os.Stderr)
+	defer bars.Wait()
+	return withTorch(*threadSpec, func() error {
+		p, err := setup.Open(setup.Options{Dir: dir, Device: "cpu", Slots: len(eps), MaxLen: 2048, Seed: *seed})
 		if err != nil {
 			return err
 		}
-		defer m.Close()
-		b, err := rollout.NewModelBackend(m, len(eps), 2048, tok.EOSIDs()...)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		e, err := rollout.NewEngine(b, tok, rollout.Config{Seed: *seed})
-		if err != nil {
-			return err
-		}
-		d, err := rollout.NewDriver(e, tok, rollout.DriverConfig{
+		defer p.Close()
+		bar := bars.Bar("rollout", int64(len(eps)), progress.Count)
+		d, err := rollout.NewDriver(progress.Generations(p.Engine, bar), p.Tok, rollout.DriverConfig{
 			Sampling:  rollout.Sampling{Temperature: 1, MaxNewTokens: *maxNew},
 			Condenser: rollout.LastN{N: *keep},
 			Seed:      *seed,
 		})
 		if err != nil {
+			bar.Done()
 			return err
 		}
 		t0 := time.Now()
 		trajs, prof, err := d.Run(context.Background(), eps)
+		bar.Done()
 		if err != nil {
 			return err
 		}

@@ -2,19 +2,27 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/setup"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
-	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// generate is `mtgrpo generate`: sample continuations of prompts with the rollout engine.
+var generateCommand = command{
+	name:    "generate",
+	summary: "Sample continuations of prompts with the rollout engine.",
+	examples: []string{
+		`mtgrpo generate --model models/tiny --prompt "What is 6 times 7?"`,
+		`mtgrpo generate --model models/qwen --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
+	},
+}
+
+// generate is `mtgrpo generate`.
 func generate(args []string) error {
-	fs := pflag.NewFlagSet("generate", pflag.ContinueOnError)
+	fs := generateCommand.flags()
 	dir := fs.String("model", "", "model directory (config.json, safetensors, tokenizer files; required)")
 	prompts := fs.StringArray("prompt", nil, "a prompt (repeatable); rendered as a user message unless --raw")
 	raw := fs.Bool("raw", false, "encode prompts as they are, without the chat template")
@@ -24,24 +32,28 @@ func generate(args []string) error {
 	fs.Float64Var(&s.Temperature, "temperature", 1, "sampling temperature (0: greedy)")
 	fs.BoolVar(&s.Greedy, "greedy", false, "take the most likely token")
 	fs.IntVar(&s.TopK, "top-k", 0, "keep the k most likely tokens (0: all)")
-	fs.Float64Var(&s.TopP, "top-p", 1, "nucleus sampling mass")
-	fs.Float64Var(&s.MinP, "min-p", 0, "keep tokens with at least min-p times the top probability")
+	fs.Float64Var(&s.TopP, "top-p", 1, "nucleus sampling mass, in (0, 1]")
+	fs.Float64Var(&s.MinP, "min-p", 0, "keep tokens with at least min-p times the top probability, in [0, 1)")
 	fs.StringArrayVar(&s.StopStrings, "stop", nil, "stop string (repeatable)")
 	seed := fs.Uint64("seed", 0, "sampling seed")
 	device := fs.String("device", "cpu", "cpu, cuda or cuda:N")
 	dtype := fs.String("dtype", "", "compute dtype (default: float32 on cpu, the checkpoint's otherwise)")
 	maxLen := fs.Int("max-len", 4096, "KV cache length per sequence")
-	if err := fs.Parse(args); err != nil {
+	threadSpec := threadsFlag(fs)
+	if err := generateCommand.parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || len(*prompts) == 0 {
+		return usagef("generate: --model and at least one --prompt are required")
+	}
+	if err := checkSampling(*n, *maxLen, s); err != nil {
 		return err
 	}
 	if s.Temperature == 0 { // as in transformers and vLLM: temperature 0 means greedy
 		s.Greedy = true
 	}
-	if *dtype == "" && *device != "cpu" {
-		*dtype = "auto"
-	}
-	if *dir == "" || len(*prompts) == 0 {
-		return fmt.Errorf("generate: --model and at least one --prompt are required")
+	if err := requireDir("generate", "--model", *dir); err != nil {
+		return err
 	}
 	tok, err := tokenizer.Load(*dir)
 	if err != nil {
@@ -55,25 +67,19 @@ func generate(args []string) error {
 		}
 		reqs = append(reqs, &rollout.Request{Prompt: ids, N: *n, Sampling: s})
 	}
-	return torch.Run(func() error {
-		m, err := model.Load(*dir, model.Options{Device: *device, DType: *dtype})
+	bars := progress.New(os.Stderr)
+	defer bars.Wait()
+	return withTorch(*threadSpec, func() error {
+		p, err := setup.Open(setup.Options{Dir: *dir, Device: *device, DType: *dtype, Slots: len(reqs) * *n,
+			MaxLen: *maxLen, Seed: *seed, Progress: &progress.Load{Bars: bars}})
 		if err != nil {
-			return err
+			return fmt.Errorf("generate: %w", err)
 		}
-		defer m.Close()
-		b, err := rollout.NewModelBackend(m, len(reqs)**n, *maxLen, tok.EOSIDs()...)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		e, err := rollout.NewEngine(b, tok, rollout.Config{Seed: *seed})
-		if err != nil {
-			return err
-		}
+		defer p.Close()
 		t0 := time.Now()
-		out, err := e.Generate(reqs)
+		out, err := p.Engine.Generate(reqs)
 		if err != nil {
-			return err
+			return fmt.Errorf("generate: %w", err)
 		}
 		tokens := 0
 		for i, rs := range out {
@@ -86,6 +92,36 @@ func generate(args []string) error {
 		fmt.Printf("=== %d tokens in %v (%.1f tokens/s)\n", tokens, wall.Round(time.Millisecond), float64(tokens)/wall.Seconds())
 		return nil
 	})
+}
+
+// checkSampling validates generate's numeric flags; each error names its flag.
+func checkSampling(n, maxLen int, s rollout.Sampling) error {
+	if err := atLeast("generate", intFlag{"n", n, 1}, intFlag{"max-new-tokens", s.MaxNewTokens, 1},
+		intFlag{"top-k", s.TopK, 0}, intFlag{"max-len", maxLen, 2}); err != nil {
+		return err
+	}
+	if err := inRange("generate", "temperature", s.Temperature, 0, 100); err != nil {
+		return err
+	}
+	if s.TopP <= 0 || s.TopP > 1 || s.TopP != s.TopP {
+		return usagef("generate: --top-p %g: must be in (0, 1]", s.TopP)
+	}
+	if s.MinP < 0 || s.MinP >= 1 || s.MinP != s.MinP {
+		return usagef("generate: --min-p %g: must be in [0, 1)", s.MinP)
+	}
+	return nil
+}
+
+// requireDir checks that a directory flag names an existing directory.
+func requireDir(cmd, flag, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %s %s: %w", cmd, flag, dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: %s %s: not a directory", cmd, flag, dir)
+	}
+	return nil
 }
 
 // promptIDs renders a prompt as one user message with the generation prompt, or encodes it raw.

@@ -2,32 +2,52 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/spf13/pflag"
+	"slices"
+	"strings"
 
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
-	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// initModel is `mtgrpo init`: write a randomly initialised model directory (config.json,
-// generation_config.json, safetensors, tokenizer files) that this program and transformers load.
+var initCommand = command{
+	name:    "init",
+	summary: "Write a randomly initialised model directory (config.json, generation_config.json, safetensors,\ntokenizer files) that this program and transformers load. --out must be new or empty unless --force.",
+	examples: []string{
+		"mtgrpo init --out models/tiny",
+		"mtgrpo init --arch llama --preset llama3.2-1b --seed 7 --out models/llama-1b-random",
+	},
+}
+
+var architectures = []string{"llama", "qwen2", "qwen3"}
+
+// initModel is `mtgrpo init`. The model is written into a staging directory beside --out and moved
+// into place only when complete, so an interrupted init leaves --out as it was; see staging.go.
 func initModel(args []string) error {
-	fs := pflag.NewFlagSet("init", pflag.ContinueOnError)
-	arch := fs.String("arch", "qwen3", "architecture: qwen2, qwen3 or llama")
-	preset := fs.String("preset", "tiny", "size and tokenizer: tiny, qwen2.5-0.5b or llama3.2-1b")
+	fs := initCommand.flags()
+	arch := fs.String("arch", "qwen3", "architecture: "+strings.Join(architectures, ", "))
+	preset := fs.String("preset", "tiny", "size and tokenizer: "+strings.Join(model.PresetNames(), ", "))
 	seed := fs.Uint64("seed", 0, "random seed (the same seed gives the same weights everywhere)")
 	out := fs.String("out", "", "output directory (required)")
 	dtype := fs.String("dtype", "", "saved dtype (default: the preset's, float32 for tiny, bfloat16 otherwise)")
-	if err := fs.Parse(args); err != nil {
+	force := fs.Bool("force", false, "write into a non-empty --out, replacing the files init writes (other files are kept)")
+	threadSpec := threadsFlag(fs)
+	if err := initCommand.parse(fs, args); err != nil {
 		return err
 	}
-	if *out == "" {
-		return fmt.Errorf("init: --out is required")
+	switch {
+	case *out == "":
+		return usagef("init: --out is required")
+	case !slices.Contains(architectures, *arch):
+		return usagef("init: --arch %q: unknown architecture (%s)", *arch, strings.Join(architectures, ", "))
+	case !slices.Contains(model.PresetNames(), *preset):
+		return usagef("init: --preset %q: unknown preset (%s)", *preset, strings.Join(model.PresetNames(), ", "))
 	}
-	vocab, tokDir, err := initTokenizer(*preset, *out)
+	st, err := newStaging(*out, *force)
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	defer st.discard()
+	vocab, tokDir, err := initTokenizer(*preset, st.dir)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
@@ -38,38 +58,38 @@ func initModel(args []string) error {
 	if *dtype != "" {
 		cfg.TorchDtype = *dtype
 	}
-	return torch.Run(func() error {
+	var params int64
+	err = withTorch(*threadSpec, func() error {
 		m, err := model.New(cfg, gen, model.Options{DType: cfg.TorchDtype}, *seed)
 		if err != nil {
 			return err
 		}
 		defer m.Close()
 		m.TokenizerDir = tokDir
-		if err := m.Export(*out, model.ExportOptions{}); err != nil {
-			return err
-		}
-		fmt.Printf("mtgrpo init: %s %s, %d parameters, seed %d -> %s\n", *arch, *preset, m.NumParameters(), *seed, *out)
-		return nil
+		params = m.NumParameters()
+		return m.Export(st.dir, model.ExportOptions{})
 	})
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if err := st.commit(); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	fmt.Printf("mtgrpo init: %s %s, %d parameters, seed %d -> %s\n", *arch, *preset, params, *seed, *out)
+	return nil
 }
 
-// initTokenizer puts the preset's tokenizer files in out: the tiny tokenizer is written there (its
-// vocabulary sizes the model); real presets copy theirs from third_party (see scripts/setup.sh).
-func initTokenizer(preset, out string) (*model.Vocab, string, error) {
+// initTokenizer puts the preset's tokenizer where the export copies it from: the tiny tokenizer is
+// written into dir (its vocabulary sizes the model); real presets use their installed assets.
+func initTokenizer(preset, dir string) (*model.Vocab, string, error) {
 	if preset != "tiny" {
-		dir := model.PresetTokenizerDir(preset)
-		if dir == "" {
-			return nil, "", fmt.Errorf("unknown preset %q (%v)", preset, model.PresetNames())
-		}
-		if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-			return nil, "", fmt.Errorf("tokenizer files for %s not found in %s (run from the repository root after scripts/setup.sh): %w", preset, dir, err)
-		}
-		return nil, dir, nil
+		src, err := tokenizerAssets(preset)
+		return nil, src, err
 	}
-	if err := tokenizer.WriteTiny(out); err != nil {
+	if err := tokenizer.WriteTiny(dir); err != nil {
 		return nil, "", err
 	}
-	tk, err := tokenizer.Load(out)
+	tk, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -82,5 +102,5 @@ func initTokenizer(preset, out string) (*model.Vocab, string, error) {
 		}
 	}
 	v.BOS = bos
-	return v, out, nil
+	return v, dir, nil
 }

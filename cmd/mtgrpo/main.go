@@ -2,17 +2,49 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/threads"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
+// Exit statuses: 1 when the work failed, 2 when the command line was wrong.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	os.Exit(exitCode(run(os.Args[1:])))
+}
+
+// exitCode prints err and maps it to the process's exit status.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, new(usageError)):
 		fmt.Fprintln(os.Stderr, "mtgrpo:", err)
-		os.Exit(1)
+		return exitUsage
+	default:
+		fmt.Fprintln(os.Stderr, "mtgrpo:", err)
+		return exitFailure
 	}
+}
+
+// commands maps each command name to its implementation, in the order usage lists them.
+var commands = []struct {
+	name, summary string
+	run           func([]string) error
+}{
+	{"demo", "the embedded default job on CPU: a tiny model on a built-in task (rollout + rewards)", demo},
+	{"init", "write a randomly initialised model directory (--arch --preset --seed --out)", initModel},
+	{"generate", "sample continuations of prompts (--model --prompt [--n --temperature ...])", generate},
+	{"data", "gen: write generated tasks as verl-style parquet/JSONL; check FILE: validate a dataset", dataCmd},
+	{"bench", "measure decode and training-step speed of the tiny model per thread setting", bench},
+	{"version", "libtorch version, CUDA availability and the CPU threads in effect", version},
 }
 
 func run(args []string) error {
@@ -22,45 +54,58 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
+		if len(args) > 1 {
+			return run([]string{args[1], "--help"})
+		}
 		usage()
 		return nil
-	case "version":
-		return version()
-	case "init":
-		return initModel(args[1:])
-	case "generate":
-		return generate(args[1:])
-	case "demo":
-		return demo(args[1:])
-	case "data":
-		return dataCmd(args[1:])
-	default:
-		return fmt.Errorf("unknown command %q (see mtgrpo help)", args[0])
 	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	return usagef("unknown command %q (see mtgrpo help)", args[0])
 }
 
 func usage() {
-	fmt.Println(`usage: mtgrpo <command> [flags]
-
-commands:
-  version   libtorch version and CUDA availability
-  demo      the embedded default job on CPU: a tiny model on a built-in task (rollout + rewards)
-  init      write a randomly initialised model directory (--arch --preset --seed --out)
-  data      gen: write generated tasks as verl-style parquet/JSONL (--task --n --seed --out);
-            check FILE: validate a dataset
-  generate  sample continuations of prompts (--model --prompt [--n --temperature ...])
-  help      this text
-
-Each command takes --help.`)
+	fmt.Println("usage: mtgrpo <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Printf("  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Printf("  %-9s %s\n", "help", "this text; `mtgrpo help CMD` or `mtgrpo CMD --help` for a command's flags and examples")
+	fmt.Printf("\nEvery command that runs tensor work takes --threads (or $%s).\n", threads.EnvVar)
 }
 
-// version reports the libtorch behind the shim; it fails when the shim library was built from a
-// different shim.h than this binary.
-func version() error {
+var versionCommand = command{
+	name:     "version",
+	summary:  "Print the libtorch behind the shim, whether CUDA works, and the CPU threads in effect.",
+	examples: []string{"mtgrpo version", "MTGRPO_THREADS=1 mtgrpo version"},
+}
+
+// version reports the libtorch behind the shim and the thread setting; it fails when the shim
+// library was built from a different shim.h than this binary.
+func version(args []string) error {
+	fs := versionCommand.flags()
+	threadSpec := threadsFlag(fs)
+	if err := versionCommand.parse(fs, args); err != nil {
+		return err
+	}
 	info, err := torch.Version()
 	if err != nil {
 		return err
 	}
 	fmt.Println("mtgrpo:", info)
-	return nil
+	s, err := threads.Resolve(*threadSpec)
+	if err != nil {
+		return usageError{err}
+	}
+	return torch.Run(func() error {
+		e, err := threads.Apply(s)
+		if err != nil {
+			return err
+		}
+		fmt.Println("mtgrpo:", e)
+		return nil
+	})
 }

@@ -51,23 +51,6 @@ func TestDemoRuns(t *testing.T) {
 	}
 }
 
-// TestBadUsage: unknown commands and missing required flags are errors that name the problem.
-func TestBadUsage(t *testing.T) {
-	cases := map[string][]string{
-		"unknown command": {"trian"},
-		"--out":           {"init"},
-		"--model":         {"generate"},
-		">= 1":            {"demo", "--tasks", "0"},
-		"unknown preset":  {"init", "--preset", "huge", "--out", t.TempDir()},
-	}
-	for want, args := range cases {
-		err := run(args)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("run(%q) = %v, want an error containing %q", args, err, want)
-		}
-	}
-}
-
 // TestDataGenAndCheck writes generated rows in both formats and reads them back; a malformed row
 // is an error naming the row and field, or is skipped when asked.
 func TestDataGenAndCheck(t *testing.T) {

@@ -1,0 +1,85 @@
+// Package setup builds what every generating command needs from a model directory: the tokenizer,
+// the model on its device, the KV-cache backend and the rollout engine over them. generate, demo,
+// train and eval call Open instead of repeating the sequence.
+package setup
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+)
+
+// Options say what to load and how big the engine is.
+type Options struct {
+	Dir    string // model directory: config.json, safetensors, tokenizer files
+	Device string // "cpu" (default), "cuda", "cuda:N"
+	// DType is the compute dtype; empty means float32 on CPU and the checkpoint's dtype elsewhere.
+	DType string
+	// Slots is the number of sequences the KV cache holds at once (at least 1).
+	Slots int
+	// MaxLen is the KV-cache length of a sequence, prompt and output together (at least 1).
+	MaxLen int
+	// Seed seeds the engine's sampling of requests that bring no seed.
+	Seed uint64
+	// Trainable keeps autograd state on the weights (train); off for generation only.
+	Trainable bool
+	// Progress, when set, follows the weight loading.
+	Progress model.Progress
+}
+
+// Policy is a loaded model with its generation engine. Close releases the backend and the model.
+type Policy struct {
+	Tok     *tokenizer.Tokenizer
+	Model   *model.Model
+	Backend *rollout.ModelBackend
+	Engine  *rollout.Engine
+}
+
+// Open loads o.Dir and builds the engine. Run it on the torch thread.
+func Open(o Options) (*Policy, error) {
+	if o.Dir == "" {
+		return nil, fmt.Errorf("setup: no model directory")
+	}
+	if o.Slots < 1 || o.MaxLen < 1 {
+		return nil, fmt.Errorf("setup: %d slots of %d tokens: both must be at least 1", o.Slots, o.MaxLen)
+	}
+	dtype := o.DType
+	if dtype == "" && o.Device != "" && o.Device != "cpu" {
+		dtype = "auto" // the checkpoint's own dtype off CPU
+	}
+	tok, err := tokenizer.Load(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.Load(o.Dir, model.Options{Device: o.Device, DType: dtype, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	if o.Trainable {
+		m.SetTrainable(true)
+	}
+	p := &Policy{Tok: tok, Model: m}
+	if p.Backend, err = rollout.NewModelBackend(m, o.Slots, o.MaxLen, tok.EOSIDs()...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if p.Engine, err = rollout.NewEngine(p.Backend, tok, rollout.Config{Seed: o.Seed}); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Close frees the KV cache and the weights; safe to call twice.
+func (p *Policy) Close() {
+	if p.Backend != nil {
+		p.Backend.Close()
+		p.Backend = nil
+	}
+	if p.Model != nil {
+		p.Model.Close()
+		p.Model = nil
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as mtgrpo itself when MTGRPO_TEST_MAIN=1, so tests can run
+// commands as child processes: exit codes, signals, resource limits.
+func TestMain(m *testing.M) {
+	if os.Getenv("MTGRPO_TEST_MAIN") == "1" {
+		os.Exit(exitCode(run(os.Args[1:])))
+	}
+	os.Exit(m.Run())
+}
+
+// child makes a command running this test binary as `mtgrpo args...`.
+func child(args ...string) *exec.Cmd {
+	c := exec.Command(os.Args[0], args...)
+	c.Env = append(os.Environ(), "MTGRPO_TEST_MAIN=1", "MTGRPO_PROGRESS=0")
+	return c
+}
+
+// runChild runs `mtgrpo args...` and returns its exit code and stderr.
+func runChild(t *testing.T, timeout time.Duration, args ...string) (int, string) {
+	t.Helper()
+	c := child(args...)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		c.Process.Kill()
+		<-done
+		t.Fatalf("mtgrpo %q still running after %v (stderr %q)", args, timeout, stderr.String())
+	}
+	return c.ProcessState.ExitCode(), stderr.String()
+}
+
+// Every command's bad input is an error that names the command and what is wrong; command-line
+// mistakes are usage errors (exit 2), failures of the work are not (exit 1).
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	cases := []struct {
+		args  []string
+		want  string
+		usage bool
+	}{
+		{[]string{"trian"}, `unknown command "trian"`, true},
+		{[]string{"init"}, "--out is required", true},
+		{[]string{"init", "--out", dir, "--bogus"}, "unknown flag: --bogus", true},
+		{[]string{"init", "--preset", "huge", "--out", dir}, `--preset "huge": unknown preset`, true},
+		{[]string{"init", "--arch", "gpt2", "--out", dir}, `--arch "gpt2": unknown architecture`, true},
+		{[]string{"init", "--seed", "-1", "--out", dir}, `invalid argument "-1" for "--seed"`, true},
+		{[]string{"init", "--threads", "0", "--out", filepath.Join(dir, "m")}, `--threads "0": out of range`, true},
+		{[]string{"generate"}, "--model and at least one --prompt are required", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--n", "0"}, "--n 0: must be at least 1", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--max-new-tokens", "-3"}, "--max-new-tokens -3: must be at least 1", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--top-p", "0"}, "--top-p 0: must be in (0, 1]", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--min-p", "1"}, "--min-p 1: must be in [0, 1)", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--temperature", "-1"}, "--temperature -1: must be in [0, 100]", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--top-k", "-1"}, "--top-k -1: must be at least 0", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x", "--max-len", "0"}, "--max-len 0: must be at least 2", true},
+		{[]string{"generate", "--model", filepath.Join(dir, "none"), "--prompt", "x"}, "--model " + filepath.Join(dir, "none") + ": stat", false},
+		{[]string{"generate", "--model", file, "--prompt", "x"}, "not a directory", false},
+		{[]string{"generate", "--model", dir, "--prompt", "x"}, "tokenizer", false},
+		{[]string{"demo", "--tasks", "0"}, "--tasks 0: must be at least 1", true},
+		{[]string{"demo", "--group", "-2"}, "--group -2: must be at least 1", true},
+		{[]string{"demo", "--keep-last", "-1"}, "--keep-last -1: must be at least 0", true},
+		{[]string{"demo", "--task", "chess"}, `--task "chess": unknown environment`, true},
+		{[]string{"data"}, "want a subcommand", true},
+		{[]string{"data", "gen", "--task", "countdown", "--n", "-5", "--out", file}, "--n -5: must be at least 1", true},
+		{[]string{"data", "gen", "--task", "countdown", "--n", "0", "--out", file}, "--n 0: must be at least 1", true},
+		{[]string{"data", "gen", "--task", "nope", "--out", file}, `--task "nope": unknown generator`, true},
+		{[]string{"data", "gen", "--task", "countdown", "--n", "x", "--out", file}, `invalid argument "x" for "--n"`, true},
+		{[]string{"data", "gen", "--task", "countdown", "--out", filepath.Join(file, "sub.jsonl")}, "data gen:", false},
+		{[]string{"data", "check"}, "want one file", true},
+		{[]string{"data", "check", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl", false},
+		{[]string{"bench", "--rounds", "0"}, "--rounds 0: must be at least 1", true},
+		{[]string{"bench", "--settings", "2"}, `--settings "2": want INTRA,BLAS`, true},
+		{[]string{"version", "--threads", "a,b"}, `--threads "a,b": not an integer`, true},
+	}
+	for _, c := range cases {
+		err := run(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mtgrpo %q: %v; want an error containing %q", c.args, err, c.want)
+			continue
+		}
+		if isUsage := errors.As(err, new(usageError)); isUsage != c.usage {
+			t.Errorf("mtgrpo %q: usage error %v, want %v (%v)", c.args, isUsage, c.usage, err)
+		}
+	}
+}
+
+// The process exits 0 on success and --help, 2 on a command-line mistake, 1 when the work fails,
+// and prints the error on stderr.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help"}, 0, ""},
+		{[]string{"init", "--help"}, 0, ""},
+		{[]string{"data", "gen", "--task", "countdown", "--n", "3", "--out", filepath.Join(dir, "d.jsonl")}, 0, ""},
+		{[]string{"data", "gen", "--n", "-5"}, 2, "--task and --out are required"},
+		{[]string{"frobnicate"}, 2, `mtgrpo: unknown command "frobnicate"`},
+		{[]string{"data", "check", filepath.Join(dir, "none.parquet")}, 1, "mtgrpo: data check:"},
+	} {
+		code, stderr := runChild(t, time.Minute, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("mtgrpo %q: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
+
+// --help prints the summary, every flag with its default and the examples, on stdout.
+func TestCommandHelp(t *testing.T) {
+	c := child("generate", "--help")
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"usage: mtgrpo generate [flags]", "--max-new-tokens int", "(default 128)", "--threads string", "examples:", "mtgrpo generate --model"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("generate --help lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// init refuses a non-empty --out without --force and touches nothing there; with --force it
+// replaces its own files, keeps the others, and refuses when another checkpoint's weights would
+// shadow the new ones.
+func TestInitForce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	if err := run([]string{"init", "--seed", "1", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644)
+
+	err := run([]string{"init", "--seed", "2", "--out", out})
+	if err == nil || !strings.Contains(err.Error(), "is not empty") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("init over a model without --force: %v", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(out, "model.safetensors")); !bytes.Equal(now, first) {
+		t.Fatal("a refused init changed the weights")
+	}
+	if err := run([]string{"init", "--seed", "2", "--out", out, "--force"}); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(out, "model.safetensors")); bytes.Equal(now, first) {
+		t.Error("--force kept the old weights")
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "notes.txt")); string(b) != "mine" {
+		t.Error("--force removed a file init did not write")
+	}
+
+	// Shards of another checkpoint: loading would prefer their index to the new single file.
+	shard := filepath.Join(out, "model-00001-of-00002.safetensors")
+	os.WriteFile(shard, []byte("old"), 0o644)
+	err = run([]string{"init", "--seed", "3", "--out", out, "--force"})
+	if err == nil || !strings.Contains(err.Error(), "model-00001-of-00002.safetensors") {
+		t.Errorf("init --force beside foreign shards: %v", err)
+	}
+	if _, err := os.Stat(shard); err != nil {
+		t.Error("init deleted a shard it did not write")
+	}
+	if ents, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".m.staging-*")); len(ents) != 0 {
+		t.Errorf("staging left behind: %v", ents)
+	}
+
+	// An empty directory is as good as none.
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.Mkdir(empty, 0o755)
+	if err := run([]string{"init", "--out", empty}); err != nil {
+		t.Errorf("init into an empty directory: %v", err)
+	}
+}
+
+// A SIGKILLed init leaves --out absent or complete, never partial; its staging directory is
+// removed by the next init of the same --out. The kill lands at random points of the child's life
+// (process start, model build, the writes, the rename).
+func TestInitSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("child processes: long")
+	}
+	parent := t.TempDir()
+	out := filepath.Join(parent, "m")
+	r := rand.New(rand.NewPCG(7, 7))
+	killed, interrupted := 0, 0
+	for i := 0; i < 6; i++ {
+		c := child("init", "--seed", "4", "--out", out, "--force")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			time.Sleep(time.Duration(r.IntN(2500)) * time.Millisecond)
+		} else { // aim at the writes: kill soon after the staging directory appears
+			waitFor(filepath.Join(parent, ".m.staging-*"), 10*time.Second)
+			time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
+		}
+		if c.Process.Signal(syscall.SIGKILL) == nil {
+			killed++
+		}
+		c.Wait()
+		checkWholeOrAbsent(t, out)
+		if left, _ := filepath.Glob(filepath.Join(parent, ".m.staging-*")); len(left) > 0 {
+			interrupted++
+		}
+	}
+	if err := run([]string{"init", "--seed", "4", "--out", out, "--force"}); err != nil {
+		t.Fatal(err)
+	}
+	checkWholeOrAbsent(t, out)
+	if left, _ := filepath.Glob(filepath.Join(parent, ".m.staging-*")); len(left) != 0 {
+		t.Errorf("stale staging directories not removed: %v", left)
+	}
+	t.Logf("%d of 6 children killed before they exited, %d of them while writing", killed, interrupted)
+}
+
+// waitFor polls until a file matches pattern or the timeout passes.
+func waitFor(pattern string, timeout time.Duration) {
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return
+		}
+	}
+}
+
+// checkWholeOrAbsent: dir does not exist, or it loads as a model and holds no temporary files.
+func checkWholeOrAbsent(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".*")); len(tmp) != 0 {
+		t.Errorf("temporary files in %s: %v", dir, tmp)
+	}
+	err := torch.Run(func() error {
+		m, err := model.Load(dir, model.Options{})
+		if err == nil {
+			m.Close()
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("%s exists but does not load: %v", dir, err)
+	}
+}
+
+// Under an address-space limit too small for the BLAS buffers of the threads asked for, a command
+// stops with an error naming the limit instead of spinning inside OpenBLAS.
+func TestAddressSpaceLimitIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("child processes: long")
+	}
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := run([]string{"init", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	// 3 GB leaves a few hundred MB above the ~2.3 GB a started process maps here; 16 intra-op
+	// threads would need 2 GB of OpenBLAS buffers.
+	script := `ulimit -v 3000000 && exec "$@"`
+	c := child()
+	c.Path, c.Args = "/bin/sh", append([]string{"sh", "-c", script, "sh", os.Args[0]},
+		"generate", "--model", dir, "--prompt", "hi", "--max-new-tokens", "2", "--threads", "16,1")
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- c.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		c.Process.Kill()
+		t.Fatalf("generate under ulimit -v did not finish: %s", stderr.String())
+	}
+	if code := c.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "ulimit -v") {
+		t.Errorf("exit %d, stderr %q; want 1 and a message naming ulimit -v", code, stderr.String())
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// staging is a directory a command fills beside its destination and moves into place when
+// complete. A process killed meanwhile leaves only the staging directory, named after its pid;
+// the next command writing to the same destination removes those whose process is gone.
+type staging struct {
+	dst   string
+	dir   string
+	force bool
+	done  bool
+}
+
+// stagingPrefix names the staging directories of dst: ".<base>.staging-<pid>" in dst's parent.
+func stagingPrefix(dst string) string {
+	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".staging-")
+}
+
+// newStaging refuses a non-empty dst unless force (before any work is done), clears stale staging
+// directories of dst and makes a fresh one.
+func newStaging(dst string, force bool) (*staging, error) {
+	dst = filepath.Clean(dst)
+	names, err := entries(dst)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) > 0 && !force {
+		return nil, usagef("%s is not empty (%s); pass --force to write over the files this command writes", dst, listSome(names))
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return nil, err
+	}
+	removeStale(dst)
+	dir := stagingPrefix(dst) + strconv.Itoa(os.Getpid())
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &staging{dst: dst, dir: dir, force: force}, nil
+}
+
+// entries lists a directory's names; a missing directory has none; a file in its place is an error.
+func entries(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+// removeStale deletes staging directories of dst whose process no longer runs.
+func removeStale(dst string) {
+	prefix := stagingPrefix(dst)
+	matches, _ := filepath.Glob(prefix + "*")
+	for _, m := range matches {
+		pid, err := strconv.Atoi(strings.TrimPrefix(m, prefix))
+		if err != nil || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		os.RemoveAll(m)
+	}
+}
+
+// alive reports whether a process with this pid exists (signal 0 probes without sending).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// weightFile matches the files that decide which weights a directory loads: a stale one left
+// beside new weights (an index beside a single file, or shards of another count) would be read
+// instead of them or mixed in.
+var weightFile = regexp.MustCompile(`^(model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$`)
+
+// commit moves the staged files into dst: a rename of the whole directory when dst is new or
+// empty; with force, a rename per file over a non-empty dst, after checking that no weight file
+// of another checkpoint would stay beside the new ones (init never deletes files it did not write).
+func (s *staging) commit() error {
+	staged, err := entries(s.dir)
+	if err != nil {
+		return err
+	}
+	existing, err := entries(s.dst)
+	if err != nil {
+		return err
+	}
+	if len(existing) == 0 {
+		if err := os.Remove(s.dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Rename(s.dir, s.dst); err != nil {
+			return err
+		}
+		s.done = true
+		return syncDir(filepath.Dir(s.dst))
+	}
+	if !s.force {
+		return fmt.Errorf("%s is not empty (%s); pass --force to write over the files this command writes", s.dst, listSome(existing))
+	}
+	var shadow []string
+	for _, n := range existing {
+		if weightFile.MatchString(n) && !slices.Contains(staged, n) {
+			shadow = append(shadow, n)
+		}
+	}
+	if len(shadow) > 0 {
+		return fmt.Errorf("%s holds weights of another checkpoint (%s) that would be loaded instead of or beside the new ones; "+
+			"remove them or choose another directory", s.dst, listSome(shadow))
+	}
+	for _, n := range staged {
+		if err := os.Rename(filepath.Join(s.dir, n), filepath.Join(s.dst, n)); err != nil {
+			return err
+		}
+	}
+	s.done = true
+	os.Remove(s.dir)
+	return syncDir(s.dst)
+}
+
+// discard removes the staging directory unless it was committed.
+func (s *staging) discard() {
+	if !s.done {
+		os.RemoveAll(s.dir)
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// listSome shows up to 4 names and a count of the rest.
+func listSome(names []string) string {
+	if len(names) <= 4 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:4], ", "), len(names)-4)
+}
