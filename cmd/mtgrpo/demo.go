@@ -99,6 +99,9 @@ func demo(args []string) error {
 			return err
 		}
 		report(trajs, time.Since(t0))
+		if len(trajs) > 0 {
+			fmt.Print("\nthe first episode:\n", sampleOf(0, trajs[0]).Text())
+		}
 		fmt.Print(prof.Report())
 		return nil
 	})

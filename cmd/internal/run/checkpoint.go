@@ -1,0 +1,307 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Manifest is written last into every checkpoint: the files the trainer wrote, with sizes and
+// SHA-256 sums. A checkpoint directory without a valid manifest is not a checkpoint.
+type Manifest struct {
+	Step  int            `json:"step"`
+	Files []ManifestFile `json:"files"`
+}
+
+// ManifestFile is one file of a checkpoint, its path relative to the checkpoint directory.
+type ManifestFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ManifestName is the manifest's file name inside a checkpoint.
+const ManifestName = "MANIFEST.json"
+
+// Checkpoint is a complete checkpoint on disk.
+type Checkpoint struct {
+	Step int
+	Dir  string
+}
+
+// Checkpoints is a run's checkpoints/ directory. Each checkpoint is written into a temporary
+// directory, every file and directory synced, the manifest written and synced, then renamed to
+// step-NNNNNNNN and the parent synced: a crash at any point leaves either the previous set of
+// checkpoints or the new one, and a temporary directory that Open removes.
+type Checkpoints struct {
+	dir  string
+	keep int
+}
+
+const (
+	stepPrefix = "step-"
+	tmpPrefix  = ".tmp-"
+)
+
+// OpenCheckpoints opens (creating) dir and removes temporary directories left by processes that
+// no longer run. keep is how many checkpoints Save keeps (0: all).
+func OpenCheckpoints(dir string, keep int) (*Checkpoints, error) {
+	if keep < 0 {
+		return nil, fmt.Errorf("run: keep %d checkpoints: must be at least 0", keep)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	for _, e := range ents {
+		if pid, ok := tmpOwner(e.Name()); ok && !processAlive(pid) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("run: removing an interrupted checkpoint: %w", err)
+			}
+		}
+	}
+	return &Checkpoints{dir: dir, keep: keep}, nil
+}
+
+// tmpOwner parses ".tmp-<pid>-step-N" names.
+func tmpOwner(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, tmpPrefix)
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+	return pid, err == nil
+}
+
+func processAlive(pid int) bool {
+	if pid == os.Getpid() {
+		return true
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func stepName(step int) string { return fmt.Sprintf("%s%08d", stepPrefix, step) }
+
+// Save writes checkpoint step: write fills the directory it is given (any files and
+// subdirectories), then Save makes it durable and visible as the newest checkpoint and removes
+// checkpoints beyond the kept number. A failed write leaves no trace.
+func (c *Checkpoints) Save(step int, write func(dir string) error) (Checkpoint, error) {
+	if step < 0 {
+		return Checkpoint{}, fmt.Errorf("run: checkpoint step %d: must be at least 0", step)
+	}
+	tmp := filepath.Join(c.dir, fmt.Sprintf("%s%d-%s", tmpPrefix, os.Getpid(), stepName(step)))
+	if err := os.RemoveAll(tmp); err != nil {
+		return Checkpoint{}, fmt.Errorf("run: %w", err)
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return Checkpoint{}, fmt.Errorf("run: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := write(tmp); err != nil {
+		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
+	}
+	m, err := seal(tmp, step)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeFileAtomic(filepath.Join(tmp, ManifestName), b); err != nil {
+		return Checkpoint{}, err
+	}
+	final := filepath.Join(c.dir, stepName(step))
+	if err := replaceDir(tmp, final); err != nil {
+		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
+	}
+	done = true
+	if err := syncDir(c.dir); err != nil {
+		return Checkpoint{}, err
+	}
+	return Checkpoint{Step: step, Dir: final}, c.prune()
+}
+
+// replaceDir renames src to dst; an existing dst (the same step saved again after a resume) is
+// moved aside first and removed after, so a crash leaves one of the two complete.
+func replaceDir(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		old := filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s%d-old-%s", tmpPrefix, os.Getpid(), filepath.Base(dst)))
+		if err := os.Rename(dst, old); err != nil {
+			return err
+		}
+		defer os.RemoveAll(old)
+	}
+	return os.Rename(src, dst)
+}
+
+// seal syncs every file and directory under dir and returns their manifest.
+func seal(dir string, step int) (*Manifest, error) {
+	m := &Manifest{Step: step}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		rel, _ := filepath.Rel(dir, path)
+		f, err := hashFile(path, true)
+		if err != nil {
+			return err
+		}
+		f.Path = filepath.ToSlash(rel)
+		m.Files = append(m.Files, f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Directories last, deepest first, so every entry is durable before its parent.
+	var dirs []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := syncDir(dirs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// hashFile sizes and hashes a file, syncing it first when asked.
+func hashFile(path string, sync bool) (ManifestFile, error) {
+	f, err := os.Open(path) // fsync works on a read-only descriptor on Linux
+	if err != nil {
+		return ManifestFile{}, err
+	}
+	defer f.Close()
+	if sync {
+		if err := f.Sync(); err != nil {
+			return ManifestFile{}, err
+		}
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return ManifestFile{}, err
+	}
+	return ManifestFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// List returns the complete checkpoints (a manifest whose files are all there with their sizes),
+// oldest first. Directories that fail the check are skipped: see Verify for why one failed.
+func (c *Checkpoints) List() ([]Checkpoint, error) {
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	var out []Checkpoint
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), stepPrefix)
+		step, err := strconv.Atoi(rest)
+		if !ok || err != nil || !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(c.dir, e.Name())
+		if Verify(dir, false) == nil {
+			out = append(out, Checkpoint{Step: step, Dir: dir})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	return out, nil
+}
+
+// Latest is the newest complete checkpoint; ok is false when there is none.
+func (c *Checkpoints) Latest() (Checkpoint, bool, error) {
+	all, err := c.List()
+	if err != nil || len(all) == 0 {
+		return Checkpoint{}, false, err
+	}
+	return all[len(all)-1], true, nil
+}
+
+// prune removes the oldest complete checkpoints beyond the kept number.
+func (c *Checkpoints) prune() error {
+	if c.keep == 0 {
+		return nil
+	}
+	all, err := c.List()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(all)-c.keep; i++ {
+		if err := removeDir(all[i].Dir); err != nil {
+			return fmt.Errorf("run: removing old checkpoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// removeDir renames a checkpoint to a temporary name before deleting it, so that a crash midway
+// leaves a temporary directory (removed by the next OpenCheckpoints), never a step-N directory
+// with files missing.
+func removeDir(dir string) error {
+	gone := filepath.Join(filepath.Dir(dir), fmt.Sprintf("%s%d-old-%s", tmpPrefix, os.Getpid(), filepath.Base(dir)))
+	if err := os.Rename(dir, gone); err != nil {
+		return err
+	}
+	return os.RemoveAll(gone)
+}
+
+// Verify checks a checkpoint against its manifest: every listed file present with its size, and
+// with contents also its SHA-256. The error names the file that differs.
+func Verify(dir string, contents bool) error {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return fmt.Errorf("run: checkpoint %s: %w", dir, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("run: checkpoint %s: %s: %w", dir, ManifestName, err)
+	}
+	for _, f := range m.Files {
+		path := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if !contents {
+			st, err := os.Stat(path)
+			if err != nil {
+				return fmt.Errorf("run: checkpoint %s: %w", dir, err)
+			}
+			if st.Size() != f.Size {
+				return fmt.Errorf("run: checkpoint %s: %s has %d bytes, the manifest says %d", dir, f.Path, st.Size(), f.Size)
+			}
+			continue
+		}
+		got, err := hashFile(path, false)
+		if err != nil {
+			return fmt.Errorf("run: checkpoint %s: %w", dir, err)
+		}
+		if got.Size != f.Size || got.SHA256 != f.SHA256 {
+			return fmt.Errorf("run: checkpoint %s: %s differs from the manifest (size %d, want %d)", dir, f.Path, got.Size, f.Size)
+		}
+	}
+	return nil
+}

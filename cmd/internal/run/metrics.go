@@ -1,0 +1,150 @@
+package run
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+)
+
+// Metrics are one step's scalars by verl/TRL name.
+type Metrics map[string]float64
+
+// Record is one line of metrics.jsonl.
+type Record struct {
+	Step   int
+	Values Metrics // non-finite values are absent (JSON has no NaN)
+}
+
+// headline are the metrics a "step:" log line shows, in this order, when present.
+var headline = []string{
+	"critic/score/mean", "val/accuracy", "actor/pg_loss", "actor/kl_loss", "actor/entropy",
+	"actor/grad_norm", "response_length/mean", "num_turns/mean", "timing_s/step", "perf/throughput",
+}
+
+// Step records a step's metrics: a line of metrics.jsonl (synced, so a crash loses at most the
+// step being written), TensorBoard scalars, and a "step:" log line with the headline metrics.
+func (r *Run) Step(step int, m Metrics) error {
+	line, bad := encodeRecord(step, m)
+	if len(bad) > 0 {
+		r.Log.Warn().Int("step", step).Strs("metrics", bad).Msg("non-finite metric values left out of metrics.jsonl")
+	}
+	if _, err := r.metrics.Write(line); err != nil {
+		return fmt.Errorf("run: %s: %w", MetricsFile, err)
+	}
+	if err := r.metrics.Sync(); err != nil {
+		return fmt.Errorf("run: %s: %w", MetricsFile, err)
+	}
+	if err := r.events.Scalars(int64(step), m); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	ev := r.Log.Info().Int("step", step)
+	for _, k := range headline {
+		if v, ok := m[k]; ok {
+			ev = ev.Float64(k, v)
+		}
+	}
+	ev.Msg("step: " + strconv.Itoa(step))
+	return nil
+}
+
+// encodeRecord makes the JSON line {"step": n, name: value, ...} with names sorted; non-finite
+// values are left out and returned.
+func encodeRecord(step int, m Metrics) ([]byte, []string) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	var bad []string
+	fmt.Fprintf(&buf, `{"step":%d`, step)
+	for _, k := range names {
+		v := m[k]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, k)
+			continue
+		}
+		key, _ := json.Marshal(k)
+		fmt.Fprintf(&buf, ",%s:%s", key, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), bad
+}
+
+// ReadMetrics reads RUN/metrics.jsonl. A last line without its newline (a crash mid-write) is
+// ignored; any other malformed line is an error naming the file and line.
+func ReadMetrics(dir string) ([]Record, error) {
+	path := dir + "/" + MetricsFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return parseMetrics(path, b)
+}
+
+func parseMetrics(path string, b []byte) ([]Record, error) {
+	if i := bytes.LastIndexByte(b, '\n'); i < len(b)-1 {
+		b = b[:i+1] // drop a partial last line
+	}
+	var out []Record
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(line, &raw); err != nil {
+			return nil, fmt.Errorf("run: %s line %d: %w", path, n, err)
+		}
+		step, ok := raw["step"].(float64)
+		if !ok || step != math.Trunc(step) {
+			return nil, fmt.Errorf("run: %s line %d: no integer \"step\"", path, n)
+		}
+		rec := Record{Step: int(step), Values: Metrics{}}
+		for k, v := range raw {
+			if k == "step" {
+				continue
+			}
+			f, ok := v.(float64)
+			if !ok {
+				return nil, fmt.Errorf("run: %s line %d: %q is %v, not a number", path, n, k, v)
+			}
+			rec.Values[k] = f
+		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
+}
+
+// truncateMetrics keeps the records of steps up to step (resuming from that step's checkpoint
+// replays the later ones), rewriting the file atomically. A missing file is fine.
+func truncateMetrics(path string, step int) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	recs, err := parseMetrics(path, b)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for _, r := range recs {
+		if r.Step <= step {
+			line, _ := encodeRecord(r.Step, r.Values)
+			out.Write(line)
+		}
+	}
+	return writeFileAtomic(path, out.Bytes())
+}

@@ -1,0 +1,162 @@
+package run
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+type testConfig struct {
+	Model string  `yaml:"model"`
+	LR    float64 `yaml:"lr"`
+}
+
+func TestStepWritesMetricsLogAndEvents(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	r, err := Open(Options{Dir: dir, Config: testConfig{Model: "tiny", LR: 1e-6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := 1; step <= 3; step++ {
+		m := Metrics{"critic/score/mean": 0.5 * float64(step), "actor/pg_loss": -0.1, "extra/value": 7}
+		if step == 2 {
+			m["actor/entropy"] = math.NaN()
+		}
+		if err := r.Step(step, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 || lines[0] != `{"step":1,"actor/pg_loss":-0.1,"critic/score/mean":0.5,"extra/value":7}` {
+		t.Errorf("metrics.jsonl:\n%s", b)
+	}
+	recs, err := ReadMetrics(dir)
+	if err != nil || len(recs) != 3 || recs[2].Step != 3 || recs[2].Values["critic/score/mean"] != 1.5 {
+		t.Fatalf("read back %+v %v", recs, err)
+	}
+	if _, ok := recs[1].Values["actor/entropy"]; ok {
+		t.Error("NaN written into metrics.jsonl")
+	}
+	var cfg testConfig
+	cb, _ := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err := yaml.Unmarshal(cb, &cfg); err != nil || cfg.Model != "tiny" || cfg.LR != 1e-6 {
+		t.Errorf("config.yaml %q: %+v %v", cb, cfg, err)
+	}
+	logText, _ := os.ReadFile(filepath.Join(dir, LogFile))
+	var steps []string
+	for _, l := range strings.Split(string(logText), "\n") {
+		if strings.Contains(l, "step:") {
+			steps = append(steps, l)
+		}
+	}
+	if len(steps) != 3 || !strings.Contains(steps[0], "step: 1") || !strings.Contains(steps[0], "critic/score/mean=0.5") ||
+		strings.Contains(steps[0], "extra/value") {
+		t.Errorf("step lines %q", steps)
+	}
+	if !strings.Contains(string(logText), "non-finite") {
+		t.Error("no warning about the NaN metric")
+	}
+	if ev, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*")); len(ev) != 1 {
+		t.Errorf("event files %v", ev)
+	}
+}
+
+// A directory holding a run is refused unless resumed; resuming from step 2 drops later metrics.
+func TestResumeTruncatesMetrics(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 4; s++ {
+		r.Step(s, Metrics{"x": float64(s)})
+	}
+	r.Close()
+	// A crash mid-write leaves a partial last line: ignored by readers, dropped on resume.
+	f, _ := os.OpenFile(filepath.Join(dir, MetricsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"step":5,"x":`)
+	f.Close()
+	if recs, err := ReadMetrics(dir); err != nil || len(recs) != 4 {
+		t.Fatalf("with a partial line: %d records, %v", len(recs), err)
+	}
+	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("reopen without resume: %v", err)
+	}
+	r, err = Open(Options{Dir: dir, Resume: true, ResumeStep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Step(3, Metrics{"x": 30})
+	r.Close()
+	recs, _ := ReadMetrics(dir)
+	if len(recs) != 3 || recs[1].Step != 2 || recs[2].Values["x"] != 30 {
+		t.Errorf("after resume: %+v", recs)
+	}
+}
+
+// Bad input names the file and line; a second process (here: a second Open) is refused; an
+// unwritable location is an error naming it.
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Dir: dir, Resume: true}); err == nil || !strings.Contains(err.Error(), "in use by another process") {
+		t.Errorf("second writer: %v", err)
+	}
+	r.Close()
+	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{\"step\":1}\nnot json\n"), 0o644)
+	if _, err := ReadMetrics(dir); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad line: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{\"x\":1}\n"), 0o644)
+	if _, err := ReadMetrics(dir); err == nil || !strings.Contains(err.Error(), `no integer "step"`) {
+		t.Errorf("no step: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := Open(Options{Dir: filepath.Join(file, "run")}); err == nil || !strings.Contains(err.Error(), "cannot create run directory") {
+		t.Errorf("run dir under a file: %v", err)
+	}
+	if os.Getuid() != 0 { // root writes anywhere
+		ro := t.TempDir()
+		os.Chmod(ro, 0o555)
+		if _, err := Open(Options{Dir: ro}); err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Errorf("read-only run dir: %v", err)
+		}
+	}
+}
+
+func TestSamplesText(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := Sample{Step: 4, Index: 1, Group: 0, Task: "t7", Answer: "42", Reward: 1, End: "done", Turns: []SampleTurn{{
+		Kind: "action", Output: "<tool_call>mul</tool_call>", Finish: "stop", Reward: 0.5,
+	}}}
+	if err := r.Samples(4, []Sample{s}); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(filepath.Join(dir, SamplesDir, "step-00000004.txt"))
+	for _, want := range []string{"=== step 4, episode 1 (group 0), task t7: reward 1, ended done", "answer: 42", "--- turn 1 (action, stop), turn reward 0.5", "[output]\n    <tool_call>mul</tool_call>"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("sample text lacks %q:\n%s", want, text)
+		}
+	}
+	back, err := ReadSamples(dir)
+	if err != nil || len(back) != 1 || back[0].Answer != "42" || back[0].Turns[0].Reward != 0.5 {
+		t.Errorf("read back %+v %v", back, err)
+	}
+}

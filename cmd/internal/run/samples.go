@@ -1,0 +1,125 @@
+package run
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mtgrpo/mtgrpo/env"
+)
+
+// Sample is one trajectory as people read it: each turn's context messages, the model's output,
+// its tool calls, what the environment answered, and the rewards.
+type Sample struct {
+	Step   int          `json:"step"`
+	Index  int          `json:"index"`
+	Group  int          `json:"group"`
+	Task   string       `json:"task"`
+	Answer string       `json:"answer,omitempty"` // the task's ground truth
+	Reward float64      `json:"reward"`
+	End    string       `json:"end"`
+	Error  string       `json:"error,omitempty"`
+	Turns  []SampleTurn `json:"turns"`
+}
+
+// SampleTurn is one turn of a Sample.
+type SampleTurn struct {
+	Kind      string         `json:"kind"`
+	Context   []env.Message  `json:"context"` // what the condenser gave the model
+	Output    string         `json:"output"`
+	Finish    string         `json:"finish"`
+	ToolCalls []env.ToolCall `json:"tool_calls,omitempty"`
+	Feedback  []env.Message  `json:"feedback,omitempty"` // tool results and environment messages
+	Reward    float64        `json:"reward"`
+}
+
+// Samples writes a step's samples as samples/step-NNNNNNNN.txt (readable) and .jsonl (one Sample
+// per line, for the report page and other tools).
+func (r *Run) Samples(step int, samples []Sample) error {
+	dir := r.path(SamplesDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	var text, lines strings.Builder
+	for _, s := range samples {
+		text.WriteString(s.Text())
+		b, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("run: sample %d of step %d: %w", s.Index, step, err)
+		}
+		lines.Write(b)
+		lines.WriteByte('\n')
+	}
+	base := filepath.Join(dir, stepName(step))
+	if err := writeFileAtomic(base+".txt", []byte(text.String())); err != nil {
+		return err
+	}
+	return writeFileAtomic(base+".jsonl", []byte(lines.String()))
+}
+
+// Text renders a sample for people: a header line, then each turn's context, output, tool calls
+// and feedback, indented under labels.
+func (s Sample) Text() string {
+	w := &strings.Builder{}
+	fmt.Fprintf(w, "=== step %d, episode %d (group %d), task %s: reward %.4g, ended %s\n", s.Step, s.Index, s.Group, s.Task, s.Reward, s.End)
+	if s.Answer != "" {
+		fmt.Fprintf(w, "answer: %s\n", s.Answer)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", s.Error)
+	}
+	for i, t := range s.Turns {
+		fmt.Fprintf(w, "--- turn %d (%s, %s), turn reward %.4g\n", i+1, t.Kind, t.Finish, t.Reward)
+		for _, m := range t.Context {
+			fmt.Fprintf(w, "[%s]\n%s\n", m.Role, indent(m.Content))
+		}
+		fmt.Fprintf(w, "[output]\n%s\n", indent(t.Output))
+		for _, c := range t.ToolCalls {
+			fmt.Fprintf(w, "[tool call] %s %s\n", c.Function.Name, c.Function.Arguments)
+		}
+		for _, m := range t.Feedback {
+			fmt.Fprintf(w, "[%s]\n%s\n", m.Role, indent(m.Content))
+		}
+	}
+	w.WriteString("\n")
+	return w.String()
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+// ReadSamples reads every samples/step-*.jsonl of a run, by step.
+func ReadSamples(dir string) ([]Sample, error) {
+	files, err := filepath.Glob(filepath.Join(dir, SamplesDir, stepPrefix+"*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []Sample
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for n := 1; sc.Scan(); n++ {
+			var s Sample
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				fh.Close()
+				return nil, fmt.Errorf("run: %s line %d: %w", f, n, err)
+			}
+			out = append(out, s)
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("run: %s: %w", f, err)
+		}
+	}
+	return out, nil
+}
