@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
 // TestMain lets the test binary act as mtgrpo itself when MTGRPO_TEST_MAIN=1, so tests can run
@@ -138,6 +140,41 @@ func TestCommandHelp(t *testing.T) {
 	for _, want := range []string{"usage: mtgrpo generate [flags]", "--max-new-tokens int", "(default 128)", "--threads string", "examples:", "mtgrpo generate --model"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("generate --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// report and plot run on a run directory written through package run; bad arguments name what is
+// wrong.
+func TestReportAndPlot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	r, err := rundir.Open(rundir.Options{Dir: dir, Config: map[string]int{"seed": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 1; s <= 3; s++ {
+		r.Step(s, rundir.Metrics{"critic/score/mean": float64(s) / 4, "timing_s/gen": 1, "timing_s/update_actor": 2})
+	}
+	r.Close()
+	if err := run([]string{"report", dir}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"plot", dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.html", "plots/reward.png", "plots/time_per_phase.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for args, want := range map[string]string{
+		"report":                "want one run directory, got 0",
+		"plot a b":              "got 2 arguments",
+		"report " + t.TempDir(): "not a run directory",
+		"plot " + dir + "/none": "no such file",
+	} {
+		if err := run(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("mtgrpo %s: %v, want %q", args, err, want)
 		}
 	}
 }

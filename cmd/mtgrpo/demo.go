@@ -98,7 +98,7 @@ func demo(args []string) error {
 		if err != nil {
 			return err
 		}
-		report(trajs, time.Since(t0))
+		printBatch(trajs, time.Since(t0))
 		if len(trajs) > 0 {
 			fmt.Print("\nthe first episode:\n", sampleOf(0, trajs[0]).Text())
 		}
@@ -107,8 +107,8 @@ func demo(args []string) error {
 	})
 }
 
-// report prints one line per group and the batch means.
-func report(trajs []*rollout.Trajectory, wall time.Duration) {
+// printBatch prints one line per group and the batch means.
+func printBatch(trajs []*rollout.Trajectory, wall time.Duration) {
 	metrics := map[string]float64{}
 	ends := map[string]int{}
 	var reward, turns, outTokens float64

@@ -43,6 +43,8 @@ var commands = []struct {
 	{"init", "write a randomly initialised model directory (--arch --preset --seed --out)", initModel},
 	{"generate", "sample continuations of prompts (--model --prompt [--n --temperature ...])", generate},
 	{"data", "gen: write generated tasks as verl-style parquet/JSONL; check FILE: validate a dataset", dataCmd},
+	{"report", "write RUN/report.html: charts, metrics, config and trajectories of a run", reportCmd},
+	{"plot", "write the report's charts as PNG files into RUN/plots/", plotCmd},
 	{"bench", "measure decode and training-step speed of the tiny model per thread setting", bench},
 	{"version", "libtorch version, CUDA availability and the CPU threads in effect", version},
 }

@@ -36,7 +36,8 @@ func New(f *os.File) *Bars {
 
 // newOn draws on w whatever it is (tests pass a buffer and a fixed width).
 func newOn(w io.Writer, width int) *Bars {
-	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(150 * time.Millisecond)}
+	// Auto refresh: mpb refreshes on its own only when it sees a terminal itself.
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(150 * time.Millisecond), mpb.WithAutoRefresh()}
 	if width > 0 {
 		opts = append(opts, mpb.WithWidth(width))
 	}
