@@ -68,6 +68,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"init", "--arch", "gpt2", "--out", dir}, `--arch "gpt2": unknown architecture`, true},
 		{[]string{"init", "--seed", "-1", "--out", dir}, `invalid argument "-1" for "--seed"`, true},
 		{[]string{"init", "--threads", "0", "--out", filepath.Join(dir, "m")}, `--threads "0": out of range`, true},
+		{[]string{"init", "--out", filepath.Join(file, "m")}, "not a directory", false},
+		{[]string{"init", "--out", "/proc/m"}, "/proc/m: cannot write beside it", false},
 		{[]string{"generate"}, "--model and at least one --prompt are required", true},
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--n", "0"}, "--n 0: must be at least 1", true},
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--max-new-tokens", "-3"}, "--max-new-tokens -3: must be at least 1", true},

@@ -40,7 +40,7 @@ func newStaging(dst string, force bool) (*staging, error) {
 		return nil, usagef("%s is not empty (%s); pass --force to write over the files this command writes", dst, listSome(names))
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: cannot create its parent directory: %w", dst, err)
 	}
 	removeStale(dst)
 	dir := stagingPrefix(dst) + strconv.Itoa(os.Getpid())
@@ -48,7 +48,7 @@ func newStaging(dst string, force bool) (*staging, error) {
 		return nil, err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: cannot write beside it (staging directory): %w", dst, err)
 	}
 	return &staging{dst: dst, dir: dir, force: force}, nil
 }
