@@ -33,14 +33,6 @@ func (c *counted) Step() ([]*rollout.Result, error) {
 	return res, err
 }
 
-// Stats passes the engine's counters through (the driver reads them for its profile).
-func (c *counted) Stats() rollout.Stats {
-	if s, ok := c.Generator.(interface{ Stats() rollout.Stats }); ok {
-		return s.Stats()
-	}
-	return rollout.Stats{}
-}
-
 func (c *counted) Abort(r *rollout.Request) []*rollout.Result {
 	res := c.Generator.Abort(r)
 	c.bar.Add(int64(len(res)))
