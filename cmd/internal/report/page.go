@@ -11,7 +11,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 }).Parse(pageHTML))
 
 // pageHTML is the report page: everything inline (styles, drawings, the script that filters
-// trajectories), so the file can be mailed, attached to a ticket or opened offline.
+// trajectories), so the file can be mailed, shared or opened offline.
 const pageHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -100,8 +100,8 @@ func (w *Writer) Scalars(step int64, values map[string]float64) error {
 	return w.Flush()
 }
 
-// Restart writes a SessionLog START event at step: TensorBoard then drops the events of earlier
-// sessions with a larger step (what a run resumed from that step's checkpoint writes again).
+// Restart writes a SessionLog START event at step: TensorBoard then drops the events written
+// before it with a larger step (what a run resumed from that step's checkpoint writes again).
 func (w *Writer) Restart(step int64) error {
 	var ev []byte
 	ev = appendDouble(ev, 1, w.wallTime())
