@@ -141,17 +141,14 @@ func (m *Model) ready() {
 	m.rope.ensure(m, max(1, min(m.Config.MaxPositionEmbeddings, 4096)))
 }
 
-// Param is a named trainable tensor.
-type Param struct {
-	Name   string
-	Tensor *torch.Tensor
-}
+// Param is a named trainable tensor (the optimizer takes Parameters as they are).
+type Param = torch.NamedTensor
 
 // Parameters lists every weight once, by HF name (a tied head appears only as the embedding).
 func (m *Model) Parameters() []Param {
 	var ps []Param
 	for _, w := range m.weights() {
-		ps = append(ps, Param{w.name, *w.t})
+		ps = append(ps, Param{Name: w.name, Tensor: *w.t})
 	}
 	return ps
 }

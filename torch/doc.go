@@ -74,5 +74,9 @@
 // checkpointing from Go: forward under no-grad keeping each layer's input, then recompute and
 // backpropagate one layer at a time, feeding each layer's input gradient to the layer below
 // (TestCheckpointedBackwardMatchesPlain shows the pattern). AdamW and ClipGradNorm update all
-// parameters in one crossing each; AdamW's state is tensors (State, LoadState) for checkpoints.
+// parameters in one crossing each. AdamW takes named parameters (NamedTensor) and keeps float32
+// master weights and moments for float16/bfloat16 ones, writing each updated master back into its
+// low-precision parameter in the same crossing; its state (State, LoadState) is a flat map keyed
+// by parameter name, masters included, that SaveSafetensors writes as it is. A step whose gradient
+// norm is not finite is given up with Skip, which leaves weights and state untouched.
 package torch

@@ -1,10 +1,29 @@
 package torch
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 )
+
+// named names tensors p0, p1, ... for NewAdamW.
+func named(ps ...*Tensor) []NamedTensor {
+	out := make([]NamedTensor, len(ps))
+	for i, p := range ps {
+		out[i] = NamedTensor{Name: fmt.Sprintf("p%d", i), Tensor: p}
+	}
+	return out
+}
+
+// newAdamW is NewAdamW for tests (inside onTorch): an error fails the test by panicking out of Run.
+func newAdamW(ps []NamedTensor, cfg AdamWConfig) *AdamW {
+	o, err := NewAdamW(ps, cfg)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
 
 // TestAdamWTwoSteps checks two AdamW steps on one scalar against values worked by hand.
 //
@@ -21,7 +40,7 @@ import (
 func TestAdamWTwoSteps(t *testing.T) {
 	onTorch(t, func() {
 		p := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
-		opt := NewAdamW([]*Tensor{p}, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1})
+		opt := newAdamW(named(p), AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1})
 		defer opt.Close()
 		p.MulScalar(0.5).Sum(false).Backward() // g = 0.5
 		opt.Step()
@@ -35,65 +54,57 @@ func TestAdamWTwoSteps(t *testing.T) {
 			t.Errorf("after step 2: p = %.12f, want 0.917710354221", got)
 		}
 		st := opt.State()
-		if st["step"].Int() != 2 || st["0.step"].Int() != 2 || math.Abs(st["0.exp_avg"].Float()+0.055) > 1e-15 ||
-			math.Abs(st["0.exp_avg_sq"].Float()-0.00124975) > 1e-15 {
-			t.Errorf("state: step %d m %v v %v", st["step"].Int(), st["0.exp_avg"].Float(), st["0.exp_avg_sq"].Float())
+		if st["step"].Int() != 2 || st["p0.step"].Int() != 2 || math.Abs(st["p0.exp_avg"].Float()+0.055) > 1e-15 ||
+			math.Abs(st["p0.exp_avg_sq"].Float()-0.00124975) > 1e-15 {
+			t.Errorf("state: step %d m %v v %v", st["step"].Int(), st["p0.exp_avg"].Float(), st["p0.exp_avg_sq"].Float())
+		}
+		if _, ok := st["p0.master"]; ok || opt.Master("p0") != nil {
+			t.Error("a float64 parameter got a master copy")
 		}
 	})
 }
 
-func TestAdamWStateRoundTrip(t *testing.T) {
+// TestAdamWLRChangesPerStep: the schedule sets Config.LR before each Step, on the same optimizer.
+// Step 1 as in TestAdamWTwoSteps (lr 0.1): p = 0.890000002, m = 0.05, v = 0.00025. Step 2 at lr
+// 0.05, g = −1: decay uses the new lr, p = 0.890000002·(1 − 0.05·0.1) = 0.88555000199; m̂ and √v̂
+// as before (−0.28947368, 0.79068805); p = 0.88555000199 + 0.05·0.28947368/0.79068805 =
+// 0.90385517811.
+func TestAdamWLRChangesPerStep(t *testing.T) {
 	onTorch(t, func() {
-		g := NewGenerator(3, testDevice)
-		defer g.Close()
-		mk := func() []*Tensor {
-			g.Seed(3)
-			return []*Tensor{Randn([]int64{3, 2}, Float32, testDevice, g).SetRequiresGrad(true),
-				Randn([]int64{4}, Float32, testDevice, g).SetRequiresGrad(true)}
+		p := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		opt := newAdamW(named(p), AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1})
+		defer opt.Close()
+		p.MulScalar(0.5).Sum(false).Backward()
+		opt.Step()
+		opt.ZeroGrad()
+		opt.Config.LR = 0.05
+		p.Neg().Sum(false).Backward()
+		opt.Step()
+		if got := p.Float(); math.Abs(got-0.9038551781102827) > 1e-12 {
+			t.Errorf("after a step at lr 0.05: p = %.12f, want 0.903855178110", got)
 		}
-		loss := func(ps []*Tensor) *Tensor { return ps[0].Square().Sum(false).Add(ps[1].Exp().Sum(false)) }
-		a, b := mk(), mk()
-		optA := NewAdamW(a, DefaultAdamW())
-		defer optA.Close()
-		for i := 0; i < 2; i++ {
-			loss(a).Backward()
-			optA.Step()
-			optA.ZeroGrad()
-		}
-		// b catches up by copying a's weights and optimizer state.
-		for i := range a {
-			NoGrad(func() { b[i].Copy_(a[i]) })
-		}
-		optB := NewAdamW(b, DefaultAdamW())
-		defer optB.Close()
-		if err := optB.LoadState(optA.State()); err != nil {
-			t.Error(err)
-			return
-		}
-		for _, o := range []struct {
-			opt *AdamW
-			ps  []*Tensor
-		}{{optA, a}, {optB, b}} {
-			loss(o.ps).Backward()
-			o.opt.Step()
-		}
-		for i := range a {
-			if !Equal(a[i], b[i]) {
-				t.Errorf("param %d differs after resuming from saved state", i)
+	})
+}
+
+// TestAdamWRefusesBadParameters: names must be unique and non-empty, tensors floating-point and
+// listed once.
+func TestAdamWRefusesBadParameters(t *testing.T) {
+	onTorch(t, func() {
+		a := dev(FromSlice([]float32{1}))
+		b := dev(FromSlice([]float32{2}))
+		for _, c := range []struct {
+			ps   []NamedTensor
+			want string
+		}{
+			{[]NamedTensor{{"a", a}, {"a", b}}, `"a" is listed twice`},
+			{[]NamedTensor{{"", a}}, "empty name"},
+			{[]NamedTensor{{"ids", dev(FromSlice([]int64{1}))}}, "floating-point"},
+			{[]NamedTensor{{"embed", a}, {"lm_head", a}}, "same tensor"},
+			{[]NamedTensor{{"gone", nil}}, "nil or freed"},
+		} {
+			if _, err := NewAdamW(c.ps, DefaultAdamW()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: error %v, want one containing %q", c.ps, err, c.want)
 			}
-		}
-		if optB.Steps() != 3 {
-			t.Errorf("steps = %d", optB.Steps())
-		}
-		bad := optA.State()
-		delete(bad, "1.exp_avg")
-		if err := optB.LoadState(bad); err == nil {
-			t.Error("state with a missing entry accepted")
-		}
-		bad = optA.State()
-		bad["0.exp_avg"] = Zeros([]int64{5}, Float32, testDevice)
-		if err := optB.LoadState(bad); err == nil {
-			t.Error("state with a wrong shape accepted")
 		}
 	})
 }
@@ -104,13 +115,24 @@ func TestAdamWNoDecay(t *testing.T) {
 	onTorch(t, func() {
 		w := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
 		bias := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
-		opt := NewAdamW([]*Tensor{w, bias}, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.5})
+		norm := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
+		ps := []NamedTensor{{"w", w}, {"bias", bias}, {"norm.weight", norm}}
+		opt := newAdamW(ps, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.5})
 		defer opt.Close()
 		opt.NoDecay(bias)
-		w.MulScalar(0).Add(bias.MulScalar(0)).Sum(false).Backward()
+		if err := opt.NoDecayNames("norm.weight", "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+			t.Errorf("NoDecayNames with an unknown name: %v", err)
+		}
+		if !opt.Decays("norm.weight") {
+			t.Error("a failed NoDecayNames changed a parameter")
+		}
+		if err := opt.NoDecayNames("norm.weight"); err != nil {
+			t.Error(err)
+		}
+		w.MulScalar(0).Add(bias.MulScalar(0)).Add(norm.MulScalar(0)).Sum(false).Backward()
 		opt.Step()
-		if w.Float() != 0.95 || bias.Float() != 1 {
-			t.Errorf("after a zero-gradient step: w %v (want 0.95), bias %v (want 1)", w.Float(), bias.Float())
+		if w.Float() != 0.95 || bias.Float() != 1 || norm.Float() != 1 {
+			t.Errorf("after a zero-gradient step: w %v (want 0.95), bias %v, norm %v (want 1)", w.Float(), bias.Float(), norm.Float())
 		}
 		if Do(func() error { opt.NoDecay(dev(FromSlice([]float64{1}))); return nil }) == nil {
 			t.Error("NoDecay of a foreign tensor accepted")
@@ -129,7 +151,7 @@ func TestAdamWStepCountPerParameter(t *testing.T) {
 	onTorch(t, func() {
 		p := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
 		q := dev(FromSlice([]float64{1})).SetRequiresGrad(true)
-		opt := NewAdamW([]*Tensor{p, q}, AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+		opt := newAdamW(named(p, q), AdamWConfig{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
 		defer opt.Close()
 		p.Sum(false).Backward() // q has no gradient yet
 		opt.Step()
@@ -143,22 +165,22 @@ func TestAdamWStepCountPerParameter(t *testing.T) {
 			t.Errorf("q after its first update = %.12f, want 0.9000000005", got)
 		}
 		st := opt.State()
-		if st["step"].Int() != 2 || st["0.step"].Int() != 2 || st["1.step"].Int() != 1 {
-			t.Errorf("step counts: optimizer %d, p %d, q %d; want 2, 2, 1", st["step"].Int(), st["0.step"].Int(), st["1.step"].Int())
+		if st["step"].Int() != 2 || st["p0.step"].Int() != 2 || st["p1.step"].Int() != 1 {
+			t.Errorf("step counts: optimizer %d, p %d, q %d; want 2, 2, 1", st["step"].Int(), st["p0.step"].Int(), st["p1.step"].Int())
 		}
 		// The per-parameter counts survive a save and load.
-		opt2 := NewAdamW([]*Tensor{p, q}, DefaultAdamW())
+		opt2 := newAdamW(named(p, q), DefaultAdamW())
 		defer opt2.Close()
 		if err := opt2.LoadState(st); err != nil {
 			t.Error(err)
 			return
 		}
-		if st2 := opt2.State(); st2["1.step"].Int() != 1 || st2["0.step"].Int() != 2 {
-			t.Errorf("loaded step counts p %d, q %d; want 2, 1", st2["0.step"].Int(), st2["1.step"].Int())
+		if st2 := opt2.State(); st2["p1.step"].Int() != 1 || st2["p0.step"].Int() != 2 {
+			t.Errorf("loaded step counts p %d, q %d; want 2, 1", st2["p0.step"].Int(), st2["p1.step"].Int())
 		}
-		delete(st, "1.step")
-		if err := opt2.LoadState(st); err == nil || !strings.Contains(err.Error(), `"1.step"`) {
-			t.Errorf("state without 1.step: %v", err)
+		delete(st, "p1.step")
+		if err := opt2.LoadState(st); err == nil || !strings.Contains(err.Error(), `"p1.step"`) {
+			t.Errorf("state without p1.step: %v", err)
 		}
 	})
 }

@@ -242,7 +242,10 @@ func TestNoLeakOverManySteps(t *testing.T) {
 				Randn([]int64{8, 32}, Float32, testDevice, g).MulScalar(0.1).SetRequiresGrad(true),
 			}
 		})
-		opt = NewAdamW(params, DefaultAdamW())
+		var err error
+		if opt, err = NewAdamW(named(params...), DefaultAdamW()); err != nil {
+			t.Error(err)
+		}
 	})
 	step := func() {
 		s := NewScope()

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 3
+#define MT_ABI_VERSION 4
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
@@ -195,14 +195,18 @@ MT_API mt_err mt_grad_enabled(int* out);
 
 /* ---- optim.cpp ------------------------------------------------------------------------------ */
 /* One AdamW step (decoupled weight decay, bias correction; PyTorch's torch.optim.AdamW) over n
- * parameters with their first and second moment buffers. steps[i] is parameter i's own step count,
- * as PyTorch keeps one per parameter: a parameter with a gradient has it incremented here and is
- * updated with the bias corrections of the new count; a parameter without one is skipped and keeps
- * its count. decay (NULL = all) says per parameter whether weight decay applies (Hugging Face
- * excludes biases and norm weights). */
-MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* exp_avg, mt_tensor* exp_avg_sq, const int* decay,
-                            int64_t* steps, int n, double lr, double beta1, double beta2, double eps,
-                            double weight_decay);
+ * parameters with their first and second moment buffers. masters (NULL = none) holds per parameter
+ * a float32 master copy or NULL: where there is one, the step updates the master (the moments are
+ * float32 too, the gradient is converted) and copies it into the parameter, rounded to its dtype;
+ * elsewhere the parameter is updated in place and its moments have its dtype. steps[i] is parameter
+ * i's own step count, as PyTorch keeps one per parameter: a parameter with a gradient has it
+ * incremented here and is updated with the bias corrections of the new count; a parameter without
+ * one is skipped and keeps its count. decay (NULL = all) says per parameter whether weight decay
+ * applies (Hugging Face excludes biases and norm weights). Shapes, dtypes and counts are checked
+ * before anything is updated. */
+MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* masters, mt_tensor* exp_avg, mt_tensor* exp_avg_sq,
+                            const int* decay, int64_t* steps, int n, double lr, double beta1, double beta2,
+                            double eps, double weight_decay);
 /* A printable rendering of t's values (libtorch's operator<<), malloc'd into *out. */
 MT_API mt_err mt_to_string(mt_tensor t, char** out);
 /* Scales gradients so that their global L2 norm is at most max_norm; *total = the norm before. */
