@@ -251,6 +251,9 @@ func (c *Config) Validate() error {
 	if len(c.LayerTypes) != 0 && len(c.LayerTypes) != c.NumHiddenLayers {
 		return fmt.Errorf("layer_types has %d entries, num_hidden_layers is %d", len(c.LayerTypes), c.NumHiddenLayers)
 	}
+	if p := c.PadTokenID; p != nil && (*p >= c.VocabSize || *p < -c.VocabSize) {
+		return fmt.Errorf("pad_token_id %d is outside the vocabulary of %d tokens", *p, c.VocabSize)
+	}
 	if c.ModelType != "llama" && c.MLPBias {
 		return fmt.Errorf("mlp_bias is not a %s setting", c.ModelType)
 	}
@@ -259,6 +262,20 @@ func (c *Config) Validate() error {
 	}
 	_, err := c.Rope()
 	return err
+}
+
+// PaddingIdx is the embedding row that pad_token_id names, taken as transformers' models take it
+// (nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id): a negative id counts from the
+// end), or -1 when pad_token_id is absent. That row gets no gradient from the embedding lookup and
+// starts at zero in a fresh model.
+func (c *Config) PaddingIdx() int {
+	if c.PadTokenID == nil {
+		return -1
+	}
+	if p := *c.PadTokenID; p < 0 {
+		return p + c.VocabSize
+	}
+	return *c.PadTokenID
 }
 
 // KVHeads is num_key_value_heads, defaulting to num_attention_heads.

@@ -41,9 +41,8 @@ func New(cfg *Config, gen *GenerationConfig, o Options, seed uint64) (m *Model, 
 				vals[i] = float32(rng.NormFloat64() * std)
 			}
 		}
-		if w.name == "model.embed_tokens.weight" && cfg.PadTokenID != nil && *cfg.PadTokenID >= 0 && *cfg.PadTokenID < cfg.VocabSize {
-			row := vals[*cfg.PadTokenID*cfg.HiddenSize : (*cfg.PadTokenID+1)*cfg.HiddenSize]
-			clear(row)
+		if pad := cfg.PaddingIdx(); w.name == "model.embed_tokens.weight" && pad >= 0 {
+			clear(vals[pad*cfg.HiddenSize : (pad+1)*cfg.HiddenSize])
 		}
 		m.scope.With(func() {
 			host := torch.FromSlice(vals, w.shape...)

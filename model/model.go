@@ -189,8 +189,11 @@ func (m *Model) Close() {
 	}
 }
 
-// embed looks the ids [B, T] up in the embedding: [B, T, hidden].
-func (m *Model) embed(ids *torch.Tensor) *torch.Tensor { return torch.Embedding(m.EmbedTokens, ids) }
+// embed looks the ids [B, T] up in the embedding: [B, T, hidden]. As in transformers, the
+// pad_token_id row gets no gradient from the lookup (a tied head still trains it).
+func (m *Model) embed(ids *torch.Tensor) *torch.Tensor {
+	return torch.Embedding(m.EmbedTokens, ids, int64(m.Config.PaddingIdx()))
+}
 
 // logits applies the final norm and the head to hidden states [..., hidden]: float32 [..., vocab]
 // (the head runs in the model dtype and is then upcast, as HF's logits.float()).

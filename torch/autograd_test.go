@@ -133,7 +133,7 @@ func TestCheckpointedBackwardMatchesPlain(t *testing.T) {
 		targets := Randint(0, vocab, []int64{2, 5}, Int64, testDevice, g)
 
 		// Plain backprop.
-		h := Embedding(n.emb, ids)
+		h := Embedding(n.emb, ids, NoPadding)
 		for l := 0; l < layers; l++ {
 			h = n.layer(l, h)
 		}
@@ -144,7 +144,7 @@ func TestCheckpointedBackwardMatchesPlain(t *testing.T) {
 		// 1. Forward without a graph, keeping each layer's input.
 		inputs := make([]*Tensor, layers+1)
 		NoGrad(func() {
-			inputs[0] = Embedding(n.emb, ids)
+			inputs[0] = Embedding(n.emb, ids, NoPadding)
 			for l := 0; l < layers; l++ {
 				inputs[l+1] = n.layer(l, inputs[l])
 			}
@@ -162,7 +162,7 @@ func TestCheckpointedBackwardMatchesPlain(t *testing.T) {
 			grad = x.Grad()
 		}
 		// 4. Into the embedding.
-		Backward([]*Tensor{Embedding(n.emb, ids)}, BackwardOpts{GradOutputs: []*Tensor{grad}})
+		Backward([]*Tensor{Embedding(n.emb, ids, NoPadding)}, BackwardOpts{GradOutputs: []*Tensor{grad}})
 		got := n.grads()
 
 		if !closeTo(plainLoss.Float(), ckptLoss.Float(), 1e-6) {

@@ -185,10 +185,16 @@ func (t *Tensor) IndexCopy_(dim int64, index, src *Tensor) *Tensor {
 	return t
 }
 
+// NoPadding is Embedding's padding index when no row is padding.
+const NoPadding int64 = -1
+
 // Embedding looks up rows of weight [V, D] for int64 ids of any shape: result [ids..., D]. Ids
-// must lie in [0, V): on CUDA an out-of-range id is a device-side assert, not an error.
-func Embedding(weight, ids *Tensor) *Tensor {
+// must lie in [0, V): on CUDA an out-of-range id is a device-side assert, not an error. padding
+// (in [0, V), or NoPadding) is nn.Embedding's padding_idx: the lookup gives that row no gradient,
+// so a pad token that appears in the ids leaves it untouched (other uses of the same weight, a
+// tied output head, still train it).
+func Embedding(weight, ids *Tensor, padding int64) *Tensor {
 	var out C.mt_tensor
-	check("Embedding", C.mt_embedding(weight.handle("Embedding"), ids.handle("Embedding"), &out))
+	check("Embedding", C.mt_embedding(weight.handle("Embedding"), ids.handle("Embedding"), C.int64_t(padding), &out))
 	return wrap("Embedding", out)
 }

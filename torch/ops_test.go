@@ -1,7 +1,9 @@
 package torch
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -182,8 +184,40 @@ func TestIndexing(t *testing.T) {
 		cache.IndexCopy_(0, dev(FromSlice([]int64{3, 1})), dev(FromSlice([]float32{1, 2, 3, 4}, 2, 2)))
 		expectFloats(t, "index_copy_", f32(t, cache), []float64{0, 0, 3, 4, 0, 0, 1, 2}, 0)
 		w := dev(FromSlice([]float32{0, 0, 1, 1, 2, 2}, 3, 2))
-		e := Embedding(w, dev(FromSlice([]int64{2, 0, 1, 2}, 2, 2)))
+		e := Embedding(w, dev(FromSlice([]int64{2, 0, 1, 2}, 2, 2)), NoPadding)
 		expectShape(t, "embedding", e, 2, 2, 2)
 		expectFloats(t, "embedding", f32(t, e), []float64{2, 2, 0, 0, 1, 1, 2, 2}, 0)
+	})
+}
+
+// TestEmbeddingPaddingGrad: ids [2, 0, 1, 2] looked up in w [3, 2] and the output weighted by
+// [[1, 2], [3, 4], [5, 6], [7, 8]] (summed): row r's gradient is the sum of the weights of the
+// positions holding r: row 0 ← [3, 4], row 1 ← [5, 6], row 2 ← [1, 2] + [7, 8] = [8, 10]. With
+// padding index 2 (nn.Embedding(padding_idx=2)) row 2 gets exactly 0 and the others are unchanged;
+// the forward values are the same either way. An index outside [0, 3) is refused.
+func TestEmbeddingPaddingGrad(t *testing.T) {
+	onTorch(t, func() {
+		up := dev(FromSlice([]float32{1, 2, 3, 4, 5, 6, 7, 8}, 2, 2, 2))
+		ids := dev(FromSlice([]int64{2, 0, 1, 2}, 2, 2))
+		for _, c := range []struct {
+			padding int64
+			want    []float64
+		}{
+			{NoPadding, []float64{3, 4, 5, 6, 8, 10}},
+			{2, []float64{3, 4, 5, 6, 0, 0}},
+			{0, []float64{0, 0, 5, 6, 8, 10}},
+		} {
+			w := dev(FromSlice([]float32{0, 0, 1, 1, 2, 2}, 3, 2)).SetRequiresGrad(true)
+			e := Embedding(w, ids, c.padding)
+			expectFloats(t, "embedding", f32(t, e.Detach()), []float64{2, 2, 0, 0, 1, 1, 2, 2}, 0)
+			e.Mul(up).Sum(false).Backward()
+			expectFloats(t, "embedding grad, padding "+fmt.Sprint(c.padding), f32(t, w.Grad()), c.want, 0)
+		}
+		w := dev(FromSlice([]float32{0, 0, 1, 1, 2, 2}, 3, 2))
+		for _, bad := range []int64{3, -2} {
+			if err := Do(func() error { Embedding(w, ids, bad); return nil }); err == nil || !strings.Contains(err.Error(), "padding index") {
+				t.Errorf("padding index %d: %v", bad, err)
+			}
+		}
 	})
 }

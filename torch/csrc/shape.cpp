@@ -117,9 +117,14 @@ mt_err mt_index_copy_(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor src) 
   MT_END
 }
 
-mt_err mt_embedding(mt_tensor weight, mt_tensor ids, mt_tensor* out) {
+mt_err mt_embedding(mt_tensor weight, mt_tensor ids, int64_t padding_idx, mt_tensor* out) {
   MT_BEGIN
-  *out = mt::wrap(at::embedding(mt::T(weight), mt::T(ids)));
+  const at::Tensor& w = mt::T(weight);
+  if (padding_idx < -1 || padding_idx >= w.size(0)) {
+    throw std::invalid_argument("embedding: padding index " + std::to_string(padding_idx) + " is outside [0, " +
+                                std::to_string(w.size(0)) + ") (-1 = none)");
+  }
+  *out = mt::wrap(at::embedding(w, mt::T(ids), padding_idx));
   MT_END
 }
 

@@ -156,7 +156,9 @@ MT_API mt_err mt_gather(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor* ou
 MT_API mt_err mt_scatter(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor src, int add, mt_tensor* out);
 MT_API mt_err mt_index_select(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor* out);
 MT_API mt_err mt_index_copy_(mt_tensor a, int64_t dim, mt_tensor index, mt_tensor src);
-MT_API mt_err mt_embedding(mt_tensor weight, mt_tensor ids, mt_tensor* out);
+/* weight[ids]; padding_idx >= 0 gives that row no gradient from this lookup (nn.Embedding's
+ * padding_idx), -1 = none. */
+MT_API mt_err mt_embedding(mt_tensor weight, mt_tensor ids, int64_t padding_idx, mt_tensor* out);
 
 /* ---- nn.cpp: attention and fused layers ----------------------------------------------------- */
 /* q [B, H, Tq, D], k and v [B, Hkv, Tk, D] with H % Hkv == 0 (grouped-query attention).
