@@ -10,7 +10,7 @@
 //	layers.go, attention.go, rope.go  the shared leaves: Linear, RMSNorm, MLP, RoPE, attention
 //	model.go                   Model, the full weight table, Parameters
 //	batch.go, forward.go       padded / packed batches; Hidden, Logits, LogProbs
-//	train.go                   Train / Pass.Backward: chunked head, gradient checkpointing
+//	train.go                   Train / Pass.Backward: kept or recomputed head, gradient checkpointing
 //	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
 //	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
 //
@@ -42,8 +42,12 @@
 //
 // LogProbs[r, c] is log p(token | earlier tokens of its sequence) at the token's own position (0 at
 // each sequence's first token, before ScoreFrom, and at padding), after dividing the logits by the
-// temperature. The head runs ChunkTokens rows at a time in the forward pass and again, chunk by
-// chunk, in the backward pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+// temperature. ForwardOptions.HeadMemoryBudget (default 1 GiB of float32 logits) decides how Train
+// handles the vocabulary-sized head: under the budget it is computed once and its graph kept, like
+// plain autograd; above it, it runs ChunkTokens rows at a time in the forward pass and again, chunk
+// by chunk, in the backward pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+// The embedding row of config.json's pad_token_id gets no gradient from the lookup, as in
+// transformers.
 // ForwardOptions.Hidden adds the final hidden states (with gradients in Train) for a value head.
 // Batch.Tensor and Batch.Values move per-token Go values (masks, advantages) in and out of the layout.
 //

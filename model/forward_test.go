@@ -150,8 +150,9 @@ func gradsOf(t *testing.T, m *Model, b *Batch, o ForwardOptions) (map[string][]f
 	return g, loss.Float()
 }
 
-// Layer-wise gradient checkpointing and head chunking change how the backward pass is scheduled,
-// not what it computes: every parameter's gradient equals plain backprop's (f32, 1e-5 relative).
+// Layer-wise gradient checkpointing and head recomputation in chunks change how the backward pass
+// is scheduled, not what it computes: every parameter's gradient equals plain backprop's (the head
+// kept, as the default budget does for this small vocabulary; f32, 1e-5 relative).
 func TestCheckpointedGradsMatchPlain(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
@@ -165,7 +166,8 @@ func TestCheckpointedGradsMatchPlain(t *testing.T) {
 						return err
 					}
 					plain, l1 := gradsOf(t, m, b, ForwardOptions{Entropy: true, Temperature: 0.9})
-					ckpt, l2 := gradsOf(t, m, b, ForwardOptions{Entropy: true, Temperature: 0.9, Checkpoint: true, ChunkTokens: 5})
+					ckpt, l2 := gradsOf(t, m, b, ForwardOptions{Entropy: true, Temperature: 0.9, Checkpoint: true, ChunkTokens: 5,
+						HeadMemoryBudget: -1})
 					if math.Abs(l1-l2) > 1e-5*math.Abs(l1) {
 						t.Errorf("losses differ: %v vs %v", l1, l2)
 					}

@@ -11,7 +11,8 @@ import (
 // backpropagates into the weights' .grad.
 //
 // Backward works in segments, driven from Go (no C++ callback): first loss → d loss/d log-probs;
-// then the head, recomputed ChunkTokens rows at a time, each chunk backpropagated on its own, so the
+// then the head: through the graph Train kept when the logits fit ForwardOptions.HeadMemoryBudget,
+// or else recomputed ChunkTokens rows at a time, each chunk backpropagated on its own, so the
 // [tokens, vocab] float32 logits never exist for the whole batch, not even in backward; then the
 // decoder layers, either through the autograd graph kept by the forward pass (plain) or, with
 // Checkpoint, one layer at a time from its saved input (layer-wise gradient checkpointing: forward
@@ -31,6 +32,7 @@ type Pass struct {
 	inputs []*torch.Tensor // Checkpoint: the input of every layer (no graph)
 	last   *torch.Tensor   // output of the last layer: with a graph (plain) or without (Checkpoint)
 	hflat  *torch.Tensor   // last, detached and flattened [rows*cols, hidden]: the head's leaf
+	kept   *Output         // the head's outputs with their graph to hflat (HeadMemoryBudget), or nil
 	done   bool
 }
 
@@ -61,16 +63,35 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	}
 	hidden := int64(m.Config.HiddenSize)
 	p.hflat = p.last.View(-1, hidden).Detach().SetRequiresGrad(true)
-	torch.NoGrad(func() { p.Output = *m.head(b, p.hflat, o) })
-	p.LogProbs.SetRequiresGrad(true)
-	if o.Entropy {
-		p.Entropy.SetRequiresGrad(true)
-	}
+	p.trainHead()
 	if o.Hidden {
 		// Small ([tokens, hidden]): kept with its graph to hflat rather than recomputed.
 		torch.EnableGrad(func() { p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...) })
 	}
 	return p, nil
+}
+
+// trainHead computes the head's outputs as leaves that require grad, the loss's inputs. When the
+// logits fit the memory budget, they are computed once with grad in one chunk and the graph is kept
+// for Backward; otherwise without grad, and Backward recomputes them.
+func (p *Pass) trainHead() {
+	pred, _, _ := p.b.scored()
+	vocab := p.m.Config.VocabSize
+	if len(pred) == 0 || !p.o.keepHead(len(pred), vocab) {
+		torch.NoGrad(func() { p.Output = *p.m.head(p.b, p.hflat, p.o) })
+	} else {
+		o := p.o
+		o.ChunkTokens = max(1, len(pred))
+		torch.EnableGrad(func() { p.kept = p.m.head(p.b, p.hflat, o) })
+		p.LogProbs = p.kept.LogProbs.Detach()
+		if p.kept.Entropy != nil {
+			p.Entropy = p.kept.Entropy.Detach()
+		}
+	}
+	p.LogProbs.SetRequiresGrad(true)
+	if p.o.Entropy {
+		p.Entropy.SetRequiresGrad(true)
+	}
 }
 
 // Backward accumulates d loss/d weight into every weight's .grad (add to what is there: call
@@ -111,10 +132,16 @@ func (p *Pass) release() {
 	for _, t := range []*torch.Tensor{p.ids, p.a.cos, p.a.sin, p.a.mask, p.last, p.hflat} {
 		t.Free() // nil-safe
 	}
+	if p.kept != nil {
+		for _, t := range p.kept.tensors() {
+			t.Free()
+		}
+	}
 }
 
-// backwardHead recomputes the head chunk by chunk and backpropagates each chunk with its slice of
-// d loss/d log-probs (and entropies), accumulating into hflat.grad and the norm and head weights.
+// backwardHead backpropagates d loss/d log-probs (and entropies) through the head into hflat.grad
+// and the norm and head weights: through the kept graph, or recomputing the head chunk by chunk and
+// backpropagating each chunk with its slice of the gradients.
 func (p *Pass) backwardHead() {
 	pred, target, at := p.b.scored()
 	gradOf := func(t *torch.Tensor) *torch.Tensor {
@@ -130,6 +157,14 @@ func (p *Pass) backwardHead() {
 		return // the loss uses only the hidden states
 	}
 	glp, gent := gradOf(p.LogProbs), gradOf(p.Entropy)
+	if p.kept != nil {
+		outs, grads := []*torch.Tensor{p.kept.LogProbs.View(-1)}, []*torch.Tensor{glp}
+		if p.kept.Entropy != nil {
+			outs, grads = append(outs, p.kept.Entropy.View(-1)), append(grads, gent)
+		}
+		torch.Backward(outs, torch.BackwardOpts{GradOutputs: grads})
+		return
+	}
 	step := p.o.chunk(p.m.Config.VocabSize)
 	for lo := 0; lo < len(pred); lo += step {
 		hi := min(lo+step, len(pred))
