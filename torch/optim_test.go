@@ -204,6 +204,14 @@ func TestClipGradNorm(t *testing.T) {
 			t.Errorf("second norm %v, want 6.5", n)
 		}
 		expectFloats(t, "unclipped b", b.Grad().Float32s(), []float64{6}, 1e-5)
+		// Mixed dtypes: the same gradients as float64 and bfloat16 (3, 4 and 12 are exact in both).
+		a64 := dev(FromSlice([]float64{0, 0})).SetRequiresGrad(true)
+		b16 := dev(FromSlice([]float32{0})).ToDType(BFloat16).SetRequiresGrad(true)
+		a64.Mul(dev(FromSlice([]float64{3, 4}))).Sum(false).Add(b16.MulScalar(12).Sum(false).ToDType(Float64)).Backward()
+		if n := ClipGradNorm([]*Tensor{a64, b16}, 6.5); math.Abs(n-13) > 1e-5 {
+			t.Errorf("float64 + bfloat16 norm %v, want 13", n)
+		}
+		expectFloats(t, "clipped bf16 b", b16.Grad().Float32s(), []float64{6}, 0)
 	})
 }
 

@@ -71,8 +71,10 @@ mt_err mt_clip_grad_norm(mt_tensor* params, int n, double max_norm, double* tota
     const at::Tensor& g = mt::T(params[i]).grad();
     if (!g.defined()) continue;
     grads.push_back(g);
-    // Accumulated in float32 whatever the gradient's dtype (a bf16 norm keeps 3 digits).
-    norms.push_back(at::linalg_vector_norm(g, 2, c10::nullopt, false, at::kFloat));
+    // A float16/bfloat16 gradient's norm is accumulated in float32 (in its own dtype it would keep
+    // 3 digits); float32 and float64 ones in their own.
+    const bool half = g.scalar_type() == at::kHalf || g.scalar_type() == at::kBFloat16;
+    norms.push_back(half ? at::linalg_vector_norm(g, 2, c10::nullopt, false, at::kFloat) : g.norm(2).to(at::kFloat));
   }
   if (grads.empty()) {
     *total = 0;
