@@ -9,8 +9,8 @@ import (
 // child, so the limits apply to the child and to nothing else:
 //
 //  1. rlimits via the resource module: RLIMIT_CPU (seconds), RLIMIT_AS (bytes), RLIMIT_NPROC,
-//     RLIMIT_FSIZE (bytes), soft = hard so the code cannot raise them back (as root it still
-//     could, which is why step 2 also blocks resource.setrlimit);
+//     RLIMIT_FSIZE (bytes), RLIMIT_NOFILE, soft = hard so the code cannot raise them back (the
+//     interpreter holds no CAP_SYS_RESOURCE; step 2 also blocks resource.setrlimit);
 //  2. an audit hook (PEP 578) that refuses: opening files outside the sandbox directory (reads
 //     and listings of the interpreter's own installation are allowed so imports work), listing
 //     other directories, changing directory out of it, fork / exec / spawn / subprocess / os.system, sockets, importing
@@ -35,6 +35,7 @@ _lim(resource.RLIMIT_CPU, %d)
 _lim(resource.RLIMIT_AS, %d)
 _lim(resource.RLIMIT_NPROC, %d)
 _lim(resource.RLIMIT_FSIZE, %d)
+_lim(resource.RLIMIT_NOFILE, %d)
 try:
     with open("main.py", encoding="utf-8") as _f:
         _code = compile(_f.read(), "main.py", "exec")
@@ -122,6 +123,6 @@ func preamble(l Limits, extraRead, sysPath []string) string {
 	for _, p := range sysPath {
 		path = append(path, fmt.Sprintf("%q", p))
 	}
-	return fmt.Sprintf(preambleTemplate, strings.Join(path, ", "), l.CPUSeconds, l.MemoryBytes, l.Processes, l.FileBytes,
+	return fmt.Sprintf(preambleTemplate, strings.Join(path, ", "), l.CPUSeconds, l.MemoryBytes, l.Processes, l.FileBytes, l.OpenFiles,
 		strings.Join(quoted, ", "))
 }

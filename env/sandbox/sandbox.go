@@ -1,16 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -20,7 +15,9 @@ type Limits struct {
 	Wall time.Duration
 	// CPUSeconds is RLIMIT_CPU: the kernel kills the process (SIGXCPU, then SIGKILL) past it.
 	CPUSeconds int
-	// MemoryBytes is RLIMIT_AS: allocations past it fail (Python raises MemoryError).
+	// MemoryBytes is RLIMIT_AS: allocations past it fail (Python raises MemoryError). With a
+	// memory cgroup it is also the run's share of the cgroup limit (with DiskBytes): every page
+	// the run holds counts, and the kernel kills the run (Result.OutOfMemory) past it.
 	MemoryBytes int64
 	// Processes is RLIMIT_NPROC: processes and threads of the sandbox's user. The kernel ignores
 	// it for root, so it only bites when the sandbox runs as an unprivileged user (see doc.go).
@@ -33,6 +30,9 @@ type Limits struct {
 	DiskBytes int64
 	// OutputBytes caps what is kept of stdout and of stderr each; the rest is dropped.
 	OutputBytes int
+	// OpenFiles is RLIMIT_NOFILE: descriptors open at once. Kernel buffers (pipes, sockets) are
+	// held through descriptors, so this bounds them too.
+	OpenFiles int
 }
 
 // DefaultLimits suit a tool call inside RL rollouts: short, small, quiet.
@@ -44,6 +44,7 @@ var DefaultLimits = Limits{
 	FileBytes:   16 << 20,
 	DiskBytes:   64 << 20,
 	OutputBytes: 8 << 10,
+	OpenFiles:   64,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -69,6 +70,9 @@ func (l Limits) withDefaults() Limits {
 	if l.OutputBytes > 0 {
 		d.OutputBytes = l.OutputBytes
 	}
+	if l.OpenFiles > 0 {
+		d.OpenFiles = l.OpenFiles
+	}
 	return d
 }
 
@@ -89,6 +93,16 @@ type Config struct {
 	// sys.path (their .pth files are not run), and OPENBLAS/OMP/MKL thread counts are set to 1
 	// so numerical libraries stay within the CPU and memory limits.
 	SitePackages bool
+	// Budget caps the memory all concurrent runs hold together (see Budget); runs wait for
+	// room. nil: DefaultBudget, shared by every Sandbox of the process.
+	Budget *Budget
+	// Require lists the guarantees this configuration demands: New fails, naming what is
+	// missing and why, rather than run in a weaker mode. Zero accepts the strongest mode that
+	// works here, whatever it is (New logs it).
+	Require Guarantee
+	// Log receives one line from New saying which isolation mode was chosen and why stronger
+	// ones were not. nil: the standard logger (stderr).
+	Log func(string)
 }
 
 // Result is the outcome of one run.
@@ -100,13 +114,18 @@ type Result struct {
 	Signal string
 	// TimedOut is true when the wall limit passed and the process group was killed.
 	TimedOut bool
+	// OutOfMemory is true when the run's memory cgroup hit its limit and the kernel killed the
+	// run (Signal is then "killed"). Without a cgroup, running out shows as a MemoryError.
+	OutOfMemory bool
 	// Truncated is true when output past Limits.OutputBytes was dropped.
 	Truncated bool
 	Duration  time.Duration
 }
 
 // OK is true when the code ran to the end with status 0.
-func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && r.Signal == "" }
+func (r Result) OK() bool {
+	return r.ExitCode == 0 && !r.TimedOut && r.Signal == "" && !r.OutOfMemory
+}
 
 // Sandbox runs Python code in fresh, limited child processes. It is safe for concurrent use.
 type Sandbox struct {
@@ -116,14 +135,21 @@ type Sandbox struct {
 	site     []string // site-packages directories, with Config.SitePackages
 	limits   Limits
 	iso      Isolation
+	budget   *Budget
+	pool     *pool  // makes the memory cgroups of this Sandbox's runs; nil when none can be made
+	poolNote string // why there is no memory cgroup, when there is none
 	// hookless runs main.py without the preamble (no rlimits, no audit hook): tests use it to
 	// check what the kernel layers hold on their own, as against code that got past the hook.
 	hookless bool
 }
 
-// New resolves the interpreter and probes which isolation this machine permits.
+// New resolves the interpreter and probes which isolation this machine permits. It logs the mode
+// chosen, and fails if that mode lacks a guarantee of Config.Require.
 func New(cfg Config) (*Sandbox, error) {
-	s := &Sandbox{cfg: cfg, limits: cfg.Limits.withDefaults()}
+	s := &Sandbox{cfg: cfg, limits: cfg.Limits.withDefaults(), budget: cfg.Budget}
+	if s.budget == nil {
+		s.budget = DefaultBudget()
+	}
 	py, prefixes, err := resolvePython(cfg.Python)
 	if err != nil {
 		return nil, err
@@ -137,8 +163,27 @@ func New(cfg Config) (*Sandbox, error) {
 	if s.cfg.TempDir == "" {
 		s.cfg.TempDir = os.TempDir()
 	}
-	s.iso = s.probe()
+	if s.pool, err = openPool(s.budget.Total()); err != nil {
+		s.poolNote = "rlimits only (no memory cgroup: " + err.Error() + ")"
+	}
+	var ok bool
+	if s.iso, ok = s.probe(); !ok {
+		return nil, fmt.Errorf("sandbox: %s: %s", s.python, s.iso.Note)
+	}
+	s.logf("sandbox: python %s; isolation: %s", s.python, s.iso.Note)
+	if missing := cfg.Require &^ s.iso.Guarantees(); missing != 0 {
+		return nil, fmt.Errorf("sandbox: this machine cannot give %s (Config.Require); isolation here: %s", missing, s.iso.Note)
+	}
 	return s, nil
+}
+
+func (s *Sandbox) logf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if s.cfg.Log != nil {
+		s.cfg.Log(msg)
+		return
+	}
+	log.Print(msg)
 }
 
 // resolvePython finds the real interpreter binary behind name (following pyenv-style shims by
@@ -196,157 +241,3 @@ func (s *Sandbox) Isolation() Isolation { return s.iso }
 
 // Limits reports the limits in force.
 func (s *Sandbox) Limits() Limits { return s.limits }
-
-// Run executes code as a fresh program. The error is non-nil only when the sandbox itself failed
-// (no temp dir, the interpreter could not start); the code's own failures are in Result.
-func (s *Sandbox) Run(ctx context.Context, code string) (Result, error) {
-	return s.run(ctx, code, s.iso, s.limits)
-}
-
-// run executes code under the given isolation. The run's base directory holds work/ (the code's
-// directory) and root/ (the mount point of the minimal root, when used).
-func (s *Sandbox) run(ctx context.Context, code string, iso Isolation, l Limits) (Result, error) {
-	base, err := os.MkdirTemp(s.cfg.TempDir, "mtgrpo-py-")
-	if err != nil {
-		return Result{}, fmt.Errorf("sandbox: temp dir: %w", err)
-	}
-	defer os.RemoveAll(base)
-	work := filepath.Join(base, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		return Result{}, fmt.Errorf("sandbox: %w", err)
-	}
-	if err := os.Mkdir(filepath.Join(base, "root"), 0o755); err != nil {
-		return Result{}, fmt.Errorf("sandbox: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "main.py"), []byte(code), 0o644); err != nil {
-		return Result{}, fmt.Errorf("sandbox: write code: %w", err)
-	}
-	if err := iso.prepareDir(work); err != nil {
-		return Result{}, err
-	}
-	cmd, err := s.command(base, iso, l)
-	if err != nil {
-		return Result{}, err
-	}
-	return wait(ctx, cmd, l)
-}
-
-// command builds the child: the interpreter itself, or this binary as the helper that builds
-// the minimal root and then execs the interpreter.
-func (s *Sandbox) command(base string, iso Isolation, l Limits) (*exec.Cmd, error) {
-	work := filepath.Join(base, "work")
-	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.readDirs(), s.site)}
-	if s.hookless {
-		args = []string{s.python, "-I", "-S", "-B", "main.py"}
-	}
-	if !iso.Chroot {
-		cmd := exec.Command(s.python, args[1:]...)
-		cmd.Dir = work
-		cmd.Env = s.env(work)
-		cmd.SysProcAttr = iso.attr()
-		return cmd, nil
-	}
-	dirs, files, devices, links := rootLayout(s.prefixes, s.readDirs())
-	spec := helperSpec{
-		Root: filepath.Join(base, "root"), Work: work, WorkBytes: l.DiskBytes, Python: s.python, Args: args,
-		Env:  s.env("/work"),
-		Dirs: dirs, Files: files, Devices: devices, Links: links, UID: -1,
-	}
-	if iso.Nobody {
-		spec.UID = nobody
-	}
-	js, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"mtgrpo-sandbox"}
-	cmd.Dir = work
-	cmd.Env = []string{helperEnv + "=" + string(js)}
-	cmd.SysProcAttr = iso.attr()
-	return cmd, nil
-}
-
-// wait runs cmd under the wall limit, killing its process group at the deadline and after it
-// ends (so nothing it started outlives the run).
-func wait(ctx context.Context, cmd *exec.Cmd, l Limits) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.Wall)
-	defer cancel()
-	stdout, stderr := &capped{max: l.OutputBytes}, &capped{max: l.OutputBytes}
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 500 * time.Millisecond
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("sandbox: start %s: %w", cmd.Path, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var werr error
-	timedOut := false
-	select {
-	case werr = <-done:
-	case <-ctx.Done():
-		timedOut = ctx.Err() == context.DeadlineExceeded
-		_ = killGroup(cmd)
-		werr = <-done
-	}
-	_ = killGroup(cmd)
-	r := Result{
-		Stdout: stdout.String(), Stderr: stderr.String(),
-		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
-		Duration:  time.Since(start),
-		TimedOut:  timedOut,
-	}
-	r.ExitCode, r.Signal = exitStatus(cmd, werr)
-	return r, nil
-}
-
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
-
-func exitStatus(cmd *exec.Cmd, err error) (int, string) {
-	if cmd.ProcessState == nil {
-		return -1, ""
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, ws.Signal().String()
-	}
-	return cmd.ProcessState.ExitCode(), ""
-}
-
-// capped keeps the first max bytes written to it and counts the rest. It never fails a write, so
-// the child is not killed by EPIPE mid-print.
-type capped struct {
-	buf     bytes.Buffer
-	max     int
-	dropped int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if room >= len(p) {
-		c.buf.Write(p)
-	} else {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		c.dropped += len(p) - max(room, 0)
-	}
-	return len(p), nil
-}
-
-func (c *capped) String() string {
-	if c.dropped == 0 {
-		return c.buf.String()
-	}
-	return fmt.Sprintf("%s\n... [%d bytes of output truncated]", c.buf.String(), c.dropped)
-}
