@@ -11,7 +11,9 @@ import (
 
 // PythonTool runs model-written Python in the sandbox (see package sandbox for the guarantees).
 // A run that exits non-zero, prints a traceback, hits a limit or times out is a failed call: the
-// model sees its output and the error.
+// model sees its output and the error. So is a run the sandbox could not carry out or whose
+// output it could not collect in full, and one stopped because ctx ended (a turn's tool-time
+// cap): the run is killed and reaped before Call returns.
 type PythonTool struct {
 	SB *sandbox.Sandbox
 }
@@ -45,6 +47,12 @@ func (t *PythonTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
+	return describeRun(r, t.SB.Limits())
+}
+
+// describeRun turns a run into the tool's answer: its output, or an error carrying the output
+// and what went wrong.
+func describeRun(r sandbox.Result, l sandbox.Limits) (string, error) {
 	out := r.Stdout
 	if r.Stderr != "" {
 		out = strings.TrimRight(out, "\n") + "\n" + r.Stderr
@@ -52,7 +60,9 @@ func (t *PythonTool) Call(ctx context.Context, args json.RawMessage) (string, er
 	out = strings.TrimSpace(out)
 	switch {
 	case r.TimedOut:
-		return "", fmt.Errorf("timed out after %v\n%s", t.SB.Limits().Wall, out)
+		return "", fmt.Errorf("timed out after %v\n%s", l.Wall, out)
+	case r.OutOfMemory:
+		return "", fmt.Errorf("killed: out of memory (all the run held, its files included, passed its limit)\n%s", out)
 	case r.Signal != "":
 		return "", fmt.Errorf("killed by %s (CPU or memory limit)\n%s", r.Signal, out)
 	case r.ExitCode != 0:

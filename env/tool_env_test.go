@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -205,6 +206,27 @@ func TestPythonToolTracebackIsFailure(t *testing.T) {
 	}
 	if _, err := py.Call(context.Background(), []byte(`{"cmd": "ls"}`)); err == nil || !strings.Contains(err.Error(), "bad arguments") {
 		t.Fatalf("bad args: %v", err)
+	}
+}
+
+// The model sees every way a call can fail as an error with the output so far: a run the
+// memory cgroup killed, and a run stopped because the context ended (a turn's tool-time cap),
+// which Call returns promptly.
+func TestPythonToolFailuresAreErrors(t *testing.T) {
+	_, err := describeRun(sandbox.Result{Stdout: "partial\n", ExitCode: -1, Signal: "killed", OutOfMemory: true}, sandbox.DefaultLimits)
+	if err == nil || err.Error() != "killed: out of memory (all the run held, its files included, passed its limit)\npartial" {
+		t.Fatalf("out of memory: %v", err)
+	}
+	py, err := NewPythonTool(sandbox.Config{Limits: sandbox.Limits{Wall: 30 * time.Second, CPUSeconds: 30}})
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	out, err := py.Call(ctx, []byte(`{"code": "import time\ntime.sleep(30)"}`))
+	if !errors.Is(err, context.DeadlineExceeded) || out != "" || time.Since(start) > 3*time.Second {
+		t.Fatalf("context ended: %q, %v after %v", out, err, time.Since(start))
 	}
 }
 
