@@ -258,12 +258,15 @@ func limitMemory(mode MemoryMode, dir string, limit int64) error {
 		if err := writeFile(dir, "memory.max", n); err != nil {
 			return err
 		}
-		if exists(filepath.Join(dir, "memory.swap.max")) {
+		if exists(filepath.Join(dir, "memory.swap.max")) { // swap accounting compiled in
 			if err := writeFile(dir, "memory.swap.max", "0"); err != nil {
 				return err
 			}
 		}
-		return writeFile(dir, "memory.oom.group", "1")
+		if exists(filepath.Join(dir, "memory.oom.group")) { // Linux ≥ 4.19: an OOM kills the whole run
+			return writeFile(dir, "memory.oom.group", "1")
+		}
+		return nil
 	}
 	if err := writeFile(dir, "memory.limit_in_bytes", n); err != nil {
 		return err
