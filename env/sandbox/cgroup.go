@@ -31,7 +31,8 @@ import (
 //
 // The helper joins the run's cgroup (writes "0" to its cgroup.procs) before it does anything
 // else, so every page of the interpreter is charged to it. Pools of processes that died without
-// cleaning up (SIGKILL mid-run) are removed by the next New: their processes are killed first.
+// cleaning up (SIGKILL mid-run) are removed by the next New (leftovers.go): their processes are
+// killed first.
 
 // MemoryMode says how a run's memory is bounded.
 type MemoryMode int
@@ -59,16 +60,6 @@ func (m MemoryMode) String() string {
 const poolPrefix = "mtgrpo-sandbox-"
 
 var poolSeq atomic.Uint64
-
-// poolOwner names this process in its pools' names: its PID namespace (the inode of
-// /proc/self/ns/pid) and its pid. Containers that share a parent cgroup (the containers of one
-// pod) number their processes alike; a pool is swept only by a process of its own namespace,
-// where "pid is dead" means what it says.
-func poolOwner() string {
-	var st syscall.Stat_t
-	_ = syscall.Stat("/proc/self/ns/pid", &st)
-	return fmt.Sprintf("%s%d-%d-", poolPrefix, st.Ino, os.Getpid())
-}
 
 // pool makes a Sandbox's memory cgroups: the pool directory, while runs are in flight, and one
 // child of it per run.
@@ -195,7 +186,7 @@ func openPool(total int64) (*pool, error) {
 			return nil, fmt.Errorf("cgroup v2: %s does not delegate the memory controller", parent)
 		}
 	}
-	sweepPools(parent)
+	sweepLeftovers(parent, poolPrefix, func(dir string) { _ = removeCgroup(dir) })
 	p := &pool{mode: place.mode, parent: parent, total: total}
 	if _, err := p.acquire(); err != nil {
 		return nil, err
@@ -212,7 +203,7 @@ func (p *pool) acquire() (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.users == 0 {
-		dir := filepath.Join(p.parent, fmt.Sprintf("%s%d", poolOwner(), poolSeq.Add(1)))
+		dir := filepath.Join(p.parent, fmt.Sprintf("%s%s%d", poolPrefix, ownerTag(), poolSeq.Add(1)))
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", fmt.Errorf("%s: %w", p.mode, err)
 		}
@@ -377,36 +368,6 @@ func removeCgroup(dir string) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("sandbox: remove cgroup %s: %w", dir, err)
-}
-
-// sweepPools removes the pools that dead processes of this PID namespace left in parent.
-func sweepPools(parent string) {
-	owner := poolOwner()
-	ns := owner[:strings.LastIndex(owner[:len(owner)-1], "-")+1] // prefix + namespace + "-"
-	entries, _ := os.ReadDir(parent)
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), ns)
-		if !ok || !e.IsDir() || strings.HasPrefix(e.Name(), owner) {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		if pid, err := strconv.Atoi(pidText); err == nil && pid > 0 && !processAlive(pid) {
-			_ = removeCgroup(filepath.Join(parent, e.Name()))
-		}
-	}
-}
-
-// processAlive is true while pid exists and is not a zombie (dead, not yet reaped by its
-// parent).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		err := syscall.Kill(pid, 0) // no /proc: existence is all that can be known
-		return err == nil || errors.Is(err, syscall.EPERM)
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses, so look after the last ')'.
-	rest := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(rest) > 0 && rest[0] != "Z" && rest[0] != "X"
 }
 
 func writeFile(dir, name, value string) error {

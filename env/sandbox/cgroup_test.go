@@ -1,12 +1,6 @@
 package sandbox
 
-import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"testing"
-)
+import "testing"
 
 // Where this process's memory cgroup is, from mountinfo and /proc/self/cgroup lines as three
 // kinds of machine show them.
@@ -48,36 +42,5 @@ func TestParseCgroup(t *testing.T) {
 	}
 	if _, err := parseCgroup("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", "0::/\n"); err == nil {
 		t.Error("no cgroup mounted: want an error")
-	}
-}
-
-// A new Sandbox removes the pools that dead processes of its own PID namespace left behind
-// (a trainer SIGKILLed mid-run), and nothing else: not its own, not a live process's, not
-// another namespace's (another container's pid numbers mean nothing here).
-func TestSweepPools(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Skip(err)
-	}
-	owner := poolOwner() // prefix + namespace + "-" + pid + "-"
-	ns := owner[:len(owner)-len(strconv.Itoa(os.Getpid()))-1]
-	parent := t.TempDir()
-	names := map[string]bool{ // name: swept
-		ns + strconv.Itoa(dead.Process.Pid) + "-1": true,
-		owner + "1":                            false,
-		ns + strconv.Itoa(os.Getppid()) + "-1": false,
-		poolPrefix + "1-" + strconv.Itoa(dead.Process.Pid) + "-1": false,
-		"unrelated": false,
-	}
-	for n := range names {
-		if err := os.MkdirAll(filepath.Join(parent, n, "run-1"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sweepPools(parent)
-	for n, swept := range names {
-		if _, err := os.Stat(filepath.Join(parent, n)); os.IsNotExist(err) != swept {
-			t.Errorf("%s: swept %v, want %v", n, os.IsNotExist(err), swept)
-		}
 	}
 }

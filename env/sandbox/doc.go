@@ -48,8 +48,9 @@
 //     error wrapping ctx's, the output so far, and nothing of the run left
 //     (TestContextEndsTheRun). When the trainer dies (SIGKILL, Ctrl-C) the run dies with it: the
 //     helper re-arms the parent-death signal after its uid drop cleared it, and checks that the
-//     trainer did not die before (TestRunDiesWithTrainer, TestTrainerGoneCheck); pools left
-//     by a killed trainer are removed by the next New (TestSweepPools).
+//     trainer did not die before (TestRunDiesWithTrainer, TestTrainerGoneCheck); the run
+//     directories and cgroups a killed trainer left are removed by the next New
+//     (TestRunDiesWithTrainer, TestSweepLeftovers).
 //  7. Output: stdout and stderr are kept up to Limits.OutputBytes each, the rest counted and
 //     dropped (TestHugeOutputTruncated), and never lost: the collector does not depend on the
 //     pipe's EOF, which processes outside the run can delay (output.go;

@@ -200,7 +200,7 @@ func TestCgroupLimits(t *testing.T) {
 	if poolLimit != strconv.FormatInt(s.budget.Total(), 10) || runLimit != strconv.FormatInt(s.iso.reservation(s.limits), 10) {
 		t.Fatalf("pool limit %s (want the budget %d), run limit %s (want %d)", poolLimit, s.budget.Total(), runLimit, s.iso.reservation(s.limits))
 	}
-	if left, _ := filepath.Glob(filepath.Join(s.pool.parent, poolOwner()+"*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(s.pool.parent, poolPrefix+ownerTag()+"*")); len(left) != 0 {
 		t.Fatalf("pool cgroups left with no run in flight: %v", left)
 	}
 }

@@ -44,15 +44,17 @@ func trainer() {
 // Killing the trainer kills the program it was running. The helper drops to nobody, which
 // clears the parent-death signal Go set; before the helper re-armed it, an interpreter whose
 // trainer was SIGKILLed ran on for ever (as the init of its own PID namespace). Both a SIGKILL
-// and a Ctrl-C (SIGINT, which ends a Go program) are tried. A later New removes the cgroups the
-// killed trainer left.
+// and a Ctrl-C (SIGINT, which ends a Go program) are tried. A later New removes the run
+// directories and cgroups the killed trainers left.
 func TestRunDiesWithTrainer(t *testing.T) {
 	python, _, err := resolvePython(testPython())
 	if err != nil {
 		t.Skip(err)
 	}
+	var trainers []int
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
 		trainerPid, pythonPid := startTrainer(t, python)
+		trainers = append(trainers, trainerPid)
 		if err := syscall.Kill(trainerPid, sig); err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +68,15 @@ func TestRunDiesWithTrainer(t *testing.T) {
 		}
 	}
 	s := newTest(t, quick)
-	if s.pool != nil {
-		if left, _ := filepath.Glob(filepath.Join(s.pool.parent, poolPrefix+"*")); len(left) != 0 {
-			t.Fatalf("the killed trainers' cgroups are still there: %v", left)
+	for _, pid := range trainers {
+		tag := strings.Replace(ownerTag(), "-"+strconv.Itoa(os.Getpid())+"-", "-"+strconv.Itoa(pid)+"-", 1)
+		left, _ := filepath.Glob(filepath.Join(s.cfg.TempDir, runDirPrefix+tag+"*"))
+		if s.pool != nil {
+			pools, _ := filepath.Glob(filepath.Join(s.pool.parent, poolPrefix+tag+"*"))
+			left = append(left, pools...)
+		}
+		if len(left) != 0 {
+			t.Fatalf("what the killed trainer %d left is still there: %v", pid, left)
 		}
 	}
 }
@@ -161,7 +169,7 @@ func TestContextEndsTheRun(t *testing.T) {
 		t.Fatalf("took %v to stop", d)
 	}
 	if s.pool != nil {
-		if left, _ := filepath.Glob(filepath.Join(s.pool.parent, poolOwner()+"*")); len(left) != 0 {
+		if left, _ := filepath.Glob(filepath.Join(s.pool.parent, poolPrefix+ownerTag()+"*")); len(left) != 0 {
 			t.Fatalf("cgroups left after the run: %v", left)
 		}
 	}

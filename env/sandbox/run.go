@@ -52,12 +52,15 @@ func (s *Sandbox) run(ctx context.Context, code string, iso Isolation, l Limits)
 	return execute(ctx, cmd, l, cg)
 }
 
+// runDirPrefix starts the name of every run's directory, before the owner's tag (leftovers.go).
+const runDirPrefix = "mtgrpo-py-"
+
 // makeRunDir makes base/work holding main.py and base/root. When the run drops to nobody, work
 // is nobody's and base is 0711: nobody must be able to pass through base to reach its directory
 // (os.MkdirTemp makes it 0700, and without the minimal root the interpreter's own path lookups
 // go through it).
 func makeRunDir(tempDir, code string, iso Isolation) (string, error) {
-	base, err := os.MkdirTemp(tempDir, "mtgrpo-py-")
+	base, err := os.MkdirTemp(tempDir, runDirPrefix+ownerTag())
 	if err != nil {
 		return "", fmt.Errorf("sandbox: temp dir: %w", err)
 	}

@@ -163,6 +163,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if s.cfg.TempDir == "" {
 		s.cfg.TempDir = os.TempDir()
 	}
+	sweepLeftovers(s.cfg.TempDir, runDirPrefix, func(dir string) { _ = os.RemoveAll(dir) })
 	if s.pool, err = openPool(s.budget.Total()); err != nil {
 		s.poolNote = "rlimits only (no memory cgroup: " + err.Error() + ")"
 	}
