@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"math/big"
 	"strings"
 	"testing"
 )
@@ -45,15 +46,30 @@ func FuzzParseToolCalls(f *testing.F) {
 	})
 }
 
-// FuzzEvaluate: the calculator never panics or hangs on any expression.
+// FuzzEvaluate: the calculator never panics or hangs on any expression, its results stay within
+// the digit cap, and evaluation agrees with itself: (e) has e's value and -(e) its negation,
+// whenever the extra nesting level and bytes are within the limits.
 func FuzzEvaluate(f *testing.F) {
-	for _, s := range []string{"1+2*3", "2^-3", "((1))", "1/0", "9^9999", "-.5", "1,0.0"} {
+	for _, s := range []string{"1+2*3", "2^-3", "((1))", "1/0", "9^999", "-.5", "1,0.0", "2**3**2", "--+-3",
+		"1/3^600 + 1/7^600", "(((2)))^(1^2)", "7 × 6 ÷ 3", strings.Repeat("(", 300) + "1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := Evaluate(s)
-		if err == nil && v == nil {
-			t.Fatal("nil value without error")
+		if err != nil {
+			return
+		}
+		if v == nil || checkSize(v) != nil {
+			t.Fatalf("%q: value %v out of bounds", s, v)
+		}
+		if len(s)+3 > maxExpression || strings.Count(s, "(")+strings.Count(s, "^")+strings.Count(s, "**")+1 > maxDepth {
+			return
+		}
+		if w, err := Evaluate("(" + s + ")"); err != nil || w.Cmp(v) != 0 {
+			t.Fatalf("(%s) = %v, %v; want %v", s, w, err, v)
+		}
+		if w, err := Evaluate("-(" + s + ")"); err != nil || w.Cmp(new(big.Rat).Neg(v)) != 0 {
+			t.Fatalf("-(%s) = %v, %v; want %v", s, w, err, FormatRat(new(big.Rat).Neg(v)))
 		}
 	})
 }
