@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzParseToolCalls: any assistant text parses without panicking; every call has a name and a
-// JSON-object argument; running the calls through a toolset counts every attempt.
+// JSON-object argument; running the calls through a toolset counts every attempt and answers
+// each one up to the per-message cap, then the rest in one message.
 func FuzzParseToolCalls(f *testing.F) {
 	for _, s := range []string{
 		`<tool_call>{"name": "calculator", "arguments": {"expression": "1+2"}}</tool_call>`,
@@ -24,6 +25,7 @@ func FuzzParseToolCalls(f *testing.F) {
 		`{"name": "a", "parameters": {}} {"name": "b"} tail`,
 		"<|python_tag|>[]",
 		"[{\"name\": 1}; {",
+		strings.Repeat(`<tool_call>{"name": "calculator", "arguments": {"expression": "1"}}</tool_call><tool_call>x</tool_call>`, 4),
 	} {
 		f.Add(s)
 	}
@@ -40,8 +42,14 @@ func FuzzParseToolCalls(f *testing.F) {
 			t.Fatalf("markup left in content without an error: %q", p.Content)
 		}
 		msgs, _, info := ts.Run(context.Background(), 0, p)
-		if info.ToolCalls != p.Attempts() || len(msgs) != p.Attempts() || info.ToolSuccesses+info.ToolErrors != info.ToolCalls {
-			t.Fatalf("counts %+v for %d attempts", info, p.Attempts())
+		n := p.Attempts()
+		answered := min(n, DefaultMaxToolCalls)
+		if n > answered {
+			answered++ // one message for the calls past the cap
+		}
+		if info.ToolCalls != n || len(msgs) != answered || info.ToolSuccesses+info.ToolErrors != info.ToolCalls ||
+			info.ToolCallsDropped != max(n-DefaultMaxToolCalls, 0) {
+			t.Fatalf("counts %+v, %d messages for %d attempts", info, len(msgs), n)
 		}
 	})
 }

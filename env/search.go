@@ -110,8 +110,18 @@ func (ix *Index) termScore(t string, i int) float64 {
 // Search returns the k best documents with a positive score, best first (ties by corpus order).
 // Only documents sharing a term with the query are scored (through the postings lists).
 func (ix *Index) Search(query string, k int) []Hit {
+	hits, _ := ix.SearchContext(context.Background(), query, k)
+	return hits
+}
+
+// SearchContext is Search that gives up with ctx's error once ctx is done; it looks at ctx
+// between query terms (a common term's postings list spans the corpus).
+func (ix *Index) SearchContext(ctx context.Context, query string, k int) ([]Hit, error) {
 	scores := map[int]float64{}
 	for _, t := range Terms(query) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		for _, i := range ix.post[t] {
 			scores[i] += ix.termScore(t, i)
 		}
@@ -131,7 +141,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 	if len(hits) > k {
 		hits = hits[:k]
 	}
-	return hits
+	return hits, nil
 }
 
 // Len is the number of documents.
@@ -206,8 +216,11 @@ func (*SearchTool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}, "k": {"type": "integer", "description": "How many passages to return (1-10).", "minimum": 1, "maximum": 10}}, "required": ["query"]}`)
 }
 
-// Call searches {"query": "...", "k": n}.
-func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, error) {
+// maxQueryTerms bounds a query: each term walks a postings list that can span the corpus.
+const maxQueryTerms = 256
+
+// Call searches {"query": "...", "k": n}. It returns ctx's error once ctx is done.
+func (t *SearchTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		Query string `json:"query"`
 		K     int    `json:"k"`
@@ -217,6 +230,9 @@ func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, erro
 	}
 	if strings.TrimSpace(a.Query) == "" {
 		return "", fmt.Errorf("bad arguments: query is empty")
+	}
+	if n := len(Terms(a.Query)); n > maxQueryTerms {
+		return "", fmt.Errorf("bad arguments: query has %d words; at most %d", n, maxQueryTerms)
 	}
 	k := a.K
 	if k == 0 {
@@ -228,7 +244,10 @@ func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, erro
 	if k < 1 || k > 10 {
 		return "", fmt.Errorf("bad arguments: k must be between 1 and 10, got %d", a.K)
 	}
-	hits := t.Index.Search(a.Query, k)
+	hits, err := t.Index.SearchContext(ctx, a.Query, k)
+	if err != nil {
+		return "", err
+	}
 	if len(hits) == 0 {
 		return "No results.", nil
 	}
