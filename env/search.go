@@ -1,7 +1,7 @@
 package env
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 // Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
@@ -157,17 +159,24 @@ func ReadCorpus(path string) ([]Document, error) {
 	return decodeCorpus(f, path)
 }
 
+// decodeCorpus reads documents under env/data's default bounds on line length and total bytes,
+// so that a corpus path pointing at an endless stream fails instead of exhausting memory.
 func decodeCorpus(r io.Reader, name string) ([]Document, error) {
 	var docs []Document
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := strings.TrimSpace(sc.Text())
-		if b == "" {
+	lines := data.NewLineReader(r, data.DefaultMaxLineBytes, data.DefaultMaxBytes)
+	for {
+		b, line, err := lines.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("corpus %s line %d: %w", name, line, err)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		var d Document
-		if err := json.Unmarshal([]byte(b), &d); err != nil {
+		if err := json.Unmarshal(b, &d); err != nil {
 			return nil, fmt.Errorf("corpus %s line %d: %v", name, line, err)
 		}
 		if d.Text == "" && d.Title == "" {
@@ -175,8 +184,8 @@ func decodeCorpus(r io.Reader, name string) ([]Document, error) {
 		}
 		docs = append(docs, d)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", name, err)
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("corpus %s: no documents", name)
 	}
 	return docs, nil
 }

@@ -3,10 +3,13 @@ package env
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 func TestCalculatorExact(t *testing.T) {
@@ -137,5 +140,16 @@ func TestCalculatorRefusesHugePowers(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("took %v", d)
+	}
+}
+
+// A corpus path pointing at an endless stream fails at the line bound instead of exhausting
+// memory; an empty corpus is an error, not an index that finds nothing.
+func TestReadCorpusBounds(t *testing.T) {
+	if _, err := ReadCorpus("/dev/zero"); !errors.Is(err, data.ErrLineTooLong) || !strings.HasPrefix(err.Error(), "corpus /dev/zero line 1: ") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	if _, err := decodeCorpus(strings.NewReader("\n\n"), "empty.jsonl"); err == nil || err.Error() != "corpus empty.jsonl: no documents" {
+		t.Errorf("empty: %v", err)
 	}
 }

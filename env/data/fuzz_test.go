@@ -2,26 +2,37 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 )
 
-// FuzzDecodeJSONL: any input either loads rows that validate, or fails with a RowError-style
-// message naming the file; it never panics. With SkipInvalid it never fails on content.
+// FuzzDecodeJSONL: any input either loads at least one row, every one valid, or fails with an
+// error naming the file and the row (or ErrNoRows); it never panics. A file that loads also
+// loads with SkipInvalid.
 func FuzzDecodeJSONL(f *testing.F) {
 	f.Add([]byte(`{"data_source": "d", "prompt": [{"role": "user", "content": "hi"}], "reward_model": {"ground_truth": "1", "style": "rule"}, "extra_info": {"index": 0}}`))
 	f.Add([]byte("{\"prompt\": \"x\"}\n\n{\"prompt\": 5}\n"))
 	f.Add([]byte(`{"prompt": [{"role": "user", "content": "a"}], "extra_info": {"n": 1e400, "m": [1, {"x": null}]}}`))
 	f.Add([]byte("\xff\xfe{"))
+	f.Add([]byte(`{"prompt": "` + strings.Repeat("a", 1<<10) + `"}`))
+	f.Add([]byte(strings.Repeat("{\"prompt\": \"x\"}\n", 65)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rows, _, err := DecodeJSONL(bytes.NewReader(b), "fuzz.jsonl", Options{})
+		rows, _, err := DecodeJSONL(bytes.NewReader(b), "fuzz.jsonl", Options{MaxLineBytes: 1 << 10, MaxRows: 64})
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.jsonl") {
 				t.Fatalf("error without file name: %v", err)
 			}
+			var re *RowError
+			if !errors.As(err, &re) && !errors.Is(err, ErrNoRows) {
+				t.Fatalf("error names no row: %v", err)
+			}
 			return
+		}
+		if len(rows) == 0 {
+			t.Fatal("no rows and no error")
 		}
 		for i := range rows {
 			if err := rows[i].Validate(); err != nil {
@@ -33,7 +44,7 @@ func FuzzDecodeJSONL(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 		if _, _, err := DecodeJSONL(bytes.NewReader(b), "fuzz.jsonl", Options{SkipInvalid: true}); err != nil {
-			t.Fatalf("SkipInvalid failed: %v", err)
+			t.Fatalf("SkipInvalid failed on a file with valid rows: %v", err)
 		}
 	})
 }

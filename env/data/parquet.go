@@ -257,6 +257,9 @@ func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []
 		}
 	}
 	st.Rows = len(rows)
+	if len(rows) == 0 {
+		return nil, st, noRows(name, st)
+	}
 	return rows, st, nil
 }
 
