@@ -56,6 +56,7 @@
 //
 // gsm8k, gsm8k_python, calc_mult, wiki_qa, frozenlake, guess_number, countdown and data (users'
 // rows), by name through Open; each has a seeded generator (Generate) so nothing is downloaded.
-// Datasets are read and written by package env/data; the python tool runs in package
-// env/sandbox.
+// Datasets are read and written by package env/data (bounded: a file with no usable row, an
+// endless stream or a corrupt parquet file is an error naming the file and row); the python
+// tool runs in package env/sandbox.
 package env
