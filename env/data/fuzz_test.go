@@ -56,6 +56,8 @@ func FuzzDecodeJSONL(f *testing.F) {
 // file; a corrupt file never panics (the parquet library's panics become errors), never costs
 // more than 64 MB of allocation (no stated length or count is trusted: the bounds are 100 rows
 // and 1 MiB of decompressed pages) and never loops. Seeds cover every codec the library reads.
+// Run it with -fuzzminimizetime 200x: minimizing a kilobytes-long input at a millisecond per
+// execution otherwise takes the default full minute per new input (docs/bench/env.md).
 func FuzzDecodeParquet(f *testing.F) {
 	seed, err := os.ReadFile("testdata/verl_gsm8k_arrow.parquet")
 	if err != nil {
