@@ -76,6 +76,9 @@ func (e *ChatEnv) Step(ctx context.Context, text string) (StepResult, error) {
 		}
 	}
 	res.Messages, res.Info = msgs, info
+	if err := ctx.Err(); err != nil { // the episode was cancelled while its tools ran
+		return StepResult{}, err
+	}
 	if e.turn >= e.maxTurns() {
 		res.Done, res.Info.Truncated = true, true
 		e.done = true

@@ -37,6 +37,9 @@ var (
 
 // CheckCountdown verifies an equation against the truth. The error says what is wrong.
 func CheckCountdown(equation string, t CountdownTruth) error {
+	if len(equation) > maxExpression { // before the scans below: the calculator refuses it anyway
+		return fmt.Errorf("expression too long (%d bytes; the limit is %d)", len(equation), maxExpression)
+	}
 	if !equationChars.MatchString(equation) {
 		return fmt.Errorf("only numbers, + - * / and parentheses are allowed")
 	}

@@ -32,6 +32,17 @@
 // after <|python_tag|>; several calls separated by ";" or as a JSON list). Malformed calls, unknown tools, bad arguments and tool errors become
 // "Error: ..." tool messages and counts in TurnInfo; Step never fails on model output.
 //
+// # Limits
+//
+// One assistant message may make at most Config.MaxToolCalls tool calls (default 5) and spend
+// at most Config.ToolTime on them together (default 20s): calls past the cap are answered by one
+// "not run" message, and when the time runs out the running call's context is cancelled and the
+// calls not yet run are answered with a timeout message; all of them count as failed calls
+// (TurnInfo.ToolCallsDropped, TurnInfo.ToolTimeouts). Tools honour their context: the calculator
+// and search stop with its error, the python tool's run is killed. The calculator also bounds
+// what one expression can ask for (length, nesting, digits), because reward functions evaluate
+// model-written expressions with no deadline. Tool-call parsing is linear in the message.
+//
 // # Rewards
 //
 // A Rubric is a list of named, weighted trajectory functions (each reported as reward/<name>)
@@ -45,6 +56,7 @@
 //
 // gsm8k, gsm8k_python, calc_mult, wiki_qa, frozenlake, guess_number, countdown and data (users'
 // rows), by name through Open; each has a seeded generator (Generate) so nothing is downloaded.
-// Datasets are read and written by package env/data; the python tool runs in package
-// env/sandbox.
+// Datasets are read and written by package env/data (bounded: a file with no usable row, an
+// endless stream or a corrupt parquet file is an error naming the file and row); the python
+// tool runs in package env/sandbox.
 package env

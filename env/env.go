@@ -88,9 +88,14 @@ type TurnInfo struct {
 	ToolCalls int `json:"tool_calls"`
 	// ToolSuccesses counts calls that ran and returned without error (no traceback).
 	ToolSuccesses int `json:"tool_successes"`
-	// ToolErrors counts calls that failed: unparsable, unknown tool, bad arguments, or the tool
-	// returned an error. ToolCalls = ToolSuccesses + ToolErrors.
+	// ToolErrors counts calls that failed: unparsable, unknown tool, bad arguments, the tool
+	// returned an error, or a limit stopped it. ToolCalls = ToolSuccesses + ToolErrors.
 	ToolErrors int `json:"tool_errors"`
+	// ToolCallsDropped counts the calls past the per-message limit (ToolLimits.MaxCalls), not
+	// run; ToolTimeouts the calls cancelled or not started because the message's tool time ran
+	// out (ToolLimits.Time). Both are included in ToolErrors.
+	ToolCallsDropped int `json:"tool_calls_dropped"`
+	ToolTimeouts     int `json:"tool_timeouts"`
 	// AnswerInToolResult is true when a tool result of this turn contains the ground-truth answer.
 	AnswerInToolResult bool `json:"answer_in_tool_result"`
 	// ValidActions and InvalidActions count game moves that were / were not understood.

@@ -2,12 +2,14 @@ package env
 
 import (
 	"context"
+	"math/big"
 	"strings"
 	"testing"
 )
 
 // FuzzParseToolCalls: any assistant text parses without panicking; every call has a name and a
-// JSON-object argument; running the calls through a toolset counts every attempt.
+// JSON-object argument; running the calls through a toolset counts every attempt and answers
+// each one up to the per-message cap, then the rest in one message.
 func FuzzParseToolCalls(f *testing.F) {
 	for _, s := range []string{
 		`<tool_call>{"name": "calculator", "arguments": {"expression": "1+2"}}</tool_call>`,
@@ -23,6 +25,7 @@ func FuzzParseToolCalls(f *testing.F) {
 		`{"name": "a", "parameters": {}} {"name": "b"} tail`,
 		"<|python_tag|>[]",
 		"[{\"name\": 1}; {",
+		strings.Repeat(`<tool_call>{"name": "calculator", "arguments": {"expression": "1"}}</tool_call><tool_call>x</tool_call>`, 4),
 	} {
 		f.Add(s)
 	}
@@ -39,21 +42,42 @@ func FuzzParseToolCalls(f *testing.F) {
 			t.Fatalf("markup left in content without an error: %q", p.Content)
 		}
 		msgs, _, info := ts.Run(context.Background(), 0, p)
-		if info.ToolCalls != p.Attempts() || len(msgs) != p.Attempts() || info.ToolSuccesses+info.ToolErrors != info.ToolCalls {
-			t.Fatalf("counts %+v for %d attempts", info, p.Attempts())
+		n := p.Attempts()
+		answered := min(n, DefaultMaxToolCalls)
+		if n > answered {
+			answered++ // one message for the calls past the cap
+		}
+		if info.ToolCalls != n || len(msgs) != answered || info.ToolSuccesses+info.ToolErrors != info.ToolCalls ||
+			info.ToolCallsDropped != max(n-DefaultMaxToolCalls, 0) {
+			t.Fatalf("counts %+v, %d messages for %d attempts", info, len(msgs), n)
 		}
 	})
 }
 
-// FuzzEvaluate: the calculator never panics or hangs on any expression.
+// FuzzEvaluate: the calculator never panics or hangs on any expression, its results stay within
+// the digit cap, and evaluation agrees with itself: (e) has e's value and -(e) its negation,
+// whenever the extra nesting level and bytes are within the limits.
 func FuzzEvaluate(f *testing.F) {
-	for _, s := range []string{"1+2*3", "2^-3", "((1))", "1/0", "9^9999", "-.5", "1,0.0"} {
+	for _, s := range []string{"1+2*3", "2^-3", "((1))", "1/0", "9^999", "-.5", "1,0.0", "2**3**2", "--+-3",
+		"1/3^600 + 1/7^600", "(((2)))^(1^2)", "7 × 6 ÷ 3", strings.Repeat("(", 300) + "1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := Evaluate(s)
-		if err == nil && v == nil {
-			t.Fatal("nil value without error")
+		if err != nil {
+			return
+		}
+		if v == nil || checkSize(v) != nil {
+			t.Fatalf("%q: value %v out of bounds", s, v)
+		}
+		if len(s)+3 > maxExpression || strings.Count(s, "(")+strings.Count(s, "^")+strings.Count(s, "**")+1 > maxDepth {
+			return
+		}
+		if w, err := Evaluate("(" + s + ")"); err != nil || w.Cmp(v) != 0 {
+			t.Fatalf("(%s) = %v, %v; want %v", s, w, err, v)
+		}
+		if w, err := Evaluate("-(" + s + ")"); err != nil || w.Cmp(new(big.Rat).Neg(v)) != 0 {
+			t.Fatalf("-(%s) = %v, %v; want %v", s, w, err, FormatRat(new(big.Rat).Neg(v)))
 		}
 	})
 }

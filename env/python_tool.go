@@ -35,7 +35,8 @@ func (*PythonTool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type": "object", "properties": {"code": {"type": "string", "description": "The Python program to run."}}, "required": ["code"]}`)
 }
 
-// Call runs {"code": "..."}.
+// Call runs {"code": "..."}. When ctx ends first, the sandbox kills the run and Call returns
+// ctx's error (not the kill signal, which would read as a resource limit).
 func (t *PythonTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		Code string `json:"code"`
@@ -44,6 +45,9 @@ func (t *PythonTool) Call(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	r, err := t.SB.Run(ctx, StripCodeFence(a.Code))
+	if cerr := ctx.Err(); cerr != nil {
+		return "", fmt.Errorf("cancelled: %w", cerr)
+	}
 	if err != nil {
 		return "", err
 	}

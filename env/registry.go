@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
@@ -33,6 +34,18 @@ type Config struct {
 	// Domain picks the "data" environment's rubric: math, code, qa, general; "" chooses per row
 	// from data_source and ability.
 	Domain string
+	// MaxToolCalls is the most tool calls one assistant message may make (0: the default, 5);
+	// calls past it are not run and count as failed calls.
+	MaxToolCalls int
+	// ToolTime is the wall-clock budget of one message's tool calls together (0: the default,
+	// 20s); when it runs out the running call is cancelled and the rest are answered with a
+	// timeout message.
+	ToolTime time.Duration
+}
+
+// toolLimits are the per-message limits Config sets.
+func (c Config) toolLimits() ToolLimits {
+	return ToolLimits{MaxCalls: c.MaxToolCalls, Time: c.ToolTime}
 }
 
 // Environment is a named environment, opened with a Config: it makes one Env per episode
@@ -90,6 +103,9 @@ func Open(name string, cfg Config) (*Environment, error) {
 	}
 	if cfg.Context == ContextScaled && cfg.Budget <= 0 {
 		return nil, fmt.Errorf("env: context reward \"scaled\" needs a token budget > 0")
+	}
+	if err := cfg.toolLimits().Validate(); err != nil {
+		return nil, fmt.Errorf("env: %w", err)
 	}
 	env, err := e.open(cfg, &shared{cfg: cfg})
 	if err != nil {
@@ -163,6 +179,9 @@ func generatorFor(cfg Config, name string) func(int, int64) ([]data.Row, error) 
 func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) *Environment {
 	if cfg.MaxTurns > 0 {
 		tmpl.MaxTurns = cfg.MaxTurns
+	}
+	if tmpl.Tools != nil {
+		tmpl.Tools.Limits = cfg.toolLimits()
 	}
 	base := tmpl.RubricFor
 	tmpl.RubricFor = func(t Task) *Rubric { return withContext(cfg, base(t)) }

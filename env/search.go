@@ -1,7 +1,7 @@
 package env
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 // Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
@@ -110,8 +112,18 @@ func (ix *Index) termScore(t string, i int) float64 {
 // Search returns the k best documents with a positive score, best first (ties by corpus order).
 // Only documents sharing a term with the query are scored (through the postings lists).
 func (ix *Index) Search(query string, k int) []Hit {
+	hits, _ := ix.SearchContext(context.Background(), query, k)
+	return hits
+}
+
+// SearchContext is Search that gives up with ctx's error once ctx is done; it looks at ctx
+// between query terms (a common term's postings list spans the corpus).
+func (ix *Index) SearchContext(ctx context.Context, query string, k int) ([]Hit, error) {
 	scores := map[int]float64{}
 	for _, t := range Terms(query) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		for _, i := range ix.post[t] {
 			scores[i] += ix.termScore(t, i)
 		}
@@ -131,7 +143,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 	if len(hits) > k {
 		hits = hits[:k]
 	}
-	return hits
+	return hits, nil
 }
 
 // Len is the number of documents.
@@ -147,17 +159,24 @@ func ReadCorpus(path string) ([]Document, error) {
 	return decodeCorpus(f, path)
 }
 
+// decodeCorpus reads documents under env/data's default bounds on line length and total bytes,
+// so that a corpus path pointing at an endless stream fails instead of exhausting memory.
 func decodeCorpus(r io.Reader, name string) ([]Document, error) {
 	var docs []Document
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := strings.TrimSpace(sc.Text())
-		if b == "" {
+	lines := data.NewLineReader(r, data.DefaultMaxLineBytes, data.DefaultMaxBytes)
+	for {
+		b, line, err := lines.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("corpus %s line %d: %w", name, line, err)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
 		var d Document
-		if err := json.Unmarshal([]byte(b), &d); err != nil {
+		if err := json.Unmarshal(b, &d); err != nil {
 			return nil, fmt.Errorf("corpus %s line %d: %v", name, line, err)
 		}
 		if d.Text == "" && d.Title == "" {
@@ -165,8 +184,8 @@ func decodeCorpus(r io.Reader, name string) ([]Document, error) {
 		}
 		docs = append(docs, d)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("corpus %s: %w", name, err)
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("corpus %s: no documents", name)
 	}
 	return docs, nil
 }
@@ -206,8 +225,11 @@ func (*SearchTool) Parameters() json.RawMessage {
 	return json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}, "k": {"type": "integer", "description": "How many passages to return (1-10).", "minimum": 1, "maximum": 10}}, "required": ["query"]}`)
 }
 
-// Call searches {"query": "...", "k": n}.
-func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, error) {
+// maxQueryTerms bounds a query: each term walks a postings list that can span the corpus.
+const maxQueryTerms = 256
+
+// Call searches {"query": "...", "k": n}. It returns ctx's error once ctx is done.
+func (t *SearchTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	var a struct {
 		Query string `json:"query"`
 		K     int    `json:"k"`
@@ -217,6 +239,9 @@ func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, erro
 	}
 	if strings.TrimSpace(a.Query) == "" {
 		return "", fmt.Errorf("bad arguments: query is empty")
+	}
+	if n := len(Terms(a.Query)); n > maxQueryTerms {
+		return "", fmt.Errorf("bad arguments: query has %d words; at most %d", n, maxQueryTerms)
 	}
 	k := a.K
 	if k == 0 {
@@ -228,7 +253,10 @@ func (t *SearchTool) Call(_ context.Context, args json.RawMessage) (string, erro
 	if k < 1 || k > 10 {
 		return "", fmt.Errorf("bad arguments: k must be between 1 and 10, got %d", a.K)
 	}
-	hits := t.Index.Search(a.Query, k)
+	hits, err := t.Index.SearchContext(ctx, a.Query, k)
+	if err != nil {
+		return "", err
+	}
 	if len(hits) == 0 {
 		return "No results.", nil
 	}

@@ -76,42 +76,57 @@ func parseCalls(text string) ParsedMessage {
 	return ParsedMessage{Content: strings.TrimSpace(text)}
 }
 
-// parseQwen extracts every <tool_call>...</tool_call> block.
+// parseQwen extracts every <tool_call>...</tool_call> block. It runs in time linear in the
+// text: the next opening and closing tags are searched for only once the cursor has passed them
+// (searching the rest of the text for both on every block made a message of 20,000 stray
+// closing tags take seconds).
 func parseQwen(text string) ParsedMessage {
 	var p ParsedMessage
 	var prose strings.Builder
-	rest := text
+	pos := 0
+	open, close := nextTag(text, qwenOpen, 0), nextTag(text, qwenClose, 0)
 	for {
-		i := strings.Index(rest, qwenOpen)
-		j := strings.Index(rest, qwenClose)
-		if i < 0 && j < 0 {
-			prose.WriteString(rest)
-			break
+		if open < pos {
+			open = nextTag(text, qwenOpen, pos)
 		}
-		if i < 0 || (j >= 0 && j < i) {
+		if close < pos {
+			close = nextTag(text, qwenClose, pos)
+		}
+		switch {
+		case open == len(text) && close == len(text):
+			prose.WriteString(text[pos:])
+			p.Content = strings.TrimSpace(prose.String())
+			return p
+		case close < open:
 			// A closing tag with no opening one: report it and keep the text around it.
 			p.fail("tool call error: found </tool_call> without <tool_call>")
-			prose.WriteString(rest[:j])
-			rest = rest[j+len(qwenClose):]
+			prose.WriteString(text[pos:close])
+			pos = close + len(qwenClose)
 			continue
 		}
-		prose.WriteString(rest[:i])
-		body := rest[i+len(qwenOpen):]
-		end := strings.Index(body, qwenClose)
-		if end < 0 {
-			p.fail("tool call error: <tool_call> is not closed by </tool_call>: " + quote(body))
-			break
+		prose.WriteString(text[pos:open])
+		body := open + len(qwenOpen)
+		end := close
+		if end < body {
+			end = nextTag(text, qwenClose, body)
 		}
-		call, err := decodeCall(body[:end], "arguments")
-		if err != nil {
-			p.fail(err.Error())
-		} else {
-			p.Calls = append(p.Calls, call)
+		if end == len(text) {
+			p.fail("tool call error: <tool_call> is not closed by </tool_call>: " + quote(text[body:]))
+			p.Content = strings.TrimSpace(prose.String())
+			return p
 		}
-		rest = body[end+len(qwenClose):]
+		p.add(decodeCall(text[body:end], "arguments"))
+		pos = end + len(qwenClose)
 	}
-	p.Content = strings.TrimSpace(prose.String())
-	return p
+}
+
+// nextTag is the index of the first tag in text at or after from, or len(text) when there is
+// none.
+func nextTag(text, tag string, from int) int {
+	if i := strings.Index(text[from:], tag); i >= 0 {
+		return from + i
+	}
+	return len(text)
 }
 
 // parseLlama recognises Llama 3 JSON calls: the whole message (optionally after

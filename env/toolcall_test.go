@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseQwenToolCalls(t *testing.T) {
@@ -201,5 +202,28 @@ func TestParseLlamaSeveralCalls(t *testing.T) {
 	// A JSON list that is not calls is prose.
 	if p := ParseToolCalls(`[1, 2, 3]`); p.Attempts() != 0 || p.Content != "[1, 2, 3]" {
 		t.Errorf("plain list: %+v", p)
+	}
+}
+
+// Hostile messages parse in time linear in their length and without deep recursion: 40,000
+// stray closing tags (each used to rescan the rest of the text for an opening tag: ~25 s) and
+// arguments nested a million levels deep (encoding/json stops at 10,000) are errors.
+func TestParseHostileMessages(t *testing.T) {
+	for _, c := range []struct {
+		text   string
+		errors int
+	}{
+		{strings.Repeat("</tool_call>", 40_000), 40_000},
+		{`<tool_call>{"name": "a", "arguments": ` + strings.Repeat("[", 1<<20) + `}</tool_call>`, 1},
+		{`{"name": "a", "parameters": ` + strings.Repeat(`{"a":`, 1<<18) + "1" + strings.Repeat("}", 1<<18) + "}", 1},
+	} {
+		t0 := time.Now()
+		p := ParseToolCalls(c.text)
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Errorf("%s: %v", clip(c.text, 30), d)
+		}
+		if len(p.Calls) != 0 || len(p.Errors) != c.errors {
+			t.Errorf("%s: %d calls, %d errors; want %d errors", clip(c.text, 30), len(p.Calls), len(p.Errors), c.errors)
+		}
 	}
 }

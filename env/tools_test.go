@@ -3,10 +3,13 @@ package env
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 func TestCalculatorExact(t *testing.T) {
@@ -132,10 +135,21 @@ func TestCalculatorRefusesHugePowers(t *testing.T) {
 			t.Errorf("%s: %v", e, err)
 		}
 	}
-	if v, err := Evaluate("2^10000 / 2^9999"); err != nil || FormatRat(v) != "2" {
-		t.Errorf("2^10000/2^9999 = %v, %v", v, err)
+	if v, err := Evaluate("2^3000 / 2^2999"); err != nil || FormatRat(v) != "2" { // 2^3000 has 904 digits
+		t.Errorf("2^3000/2^2999 = %v, %v", v, err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("took %v", d)
+	}
+}
+
+// A corpus path pointing at an endless stream fails at the line bound instead of exhausting
+// memory; an empty corpus is an error, not an index that finds nothing.
+func TestReadCorpusBounds(t *testing.T) {
+	if _, err := ReadCorpus("/dev/zero"); !errors.Is(err, data.ErrLineTooLong) || !strings.HasPrefix(err.Error(), "corpus /dev/zero line 1: ") {
+		t.Errorf("/dev/zero: %v", err)
+	}
+	if _, err := decodeCorpus(strings.NewReader("\n\n"), "empty.jsonl"); err == nil || err.Error() != "corpus empty.jsonl: no documents" {
+		t.Errorf("empty: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func TestDataGenAndCheck(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(dir, "bad.jsonl")
-	if err := os.WriteFile(bad, []byte(`{"prompt": 5}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte(`{"prompt": 5}`+"\n"+`{"prompt": "2+2?"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err := run([]string{"data", "check", bad})

@@ -1,10 +1,9 @@
 package data
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,21 +35,32 @@ func Write(path string, rows []Row) error {
 // answers apart from prompts. The file is either JSONL, each line {"index": n, "ground_truth": …}
 // (matched to extra_info.index) or {"ground_truth": …} (matched by position), or plain text with
 // one answer per line, matched by position. A count mismatch or an unknown index is an error.
+//
+// The file is read under Options' default bounds on lines and bytes.
 func ApplyGroundTruth(rows []Row, path string) error {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	lim := Options{}.withDefaults()
+	lr := NewLineReader(f, lim.MaxLineBytes, lim.MaxBytes)
 	var lines []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
-			lines = append(lines, l)
+	var at []int // line numbers of lines
+	for {
+		b, n, err := lr.Next()
+		if err == io.EOF {
+			break
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		if l := strings.TrimRight(string(b), "\r"); strings.TrimSpace(l) != "" {
+			lines, at = append(lines, l), append(at, n)
+		}
+		if len(lines) > len(rows) {
+			return fmt.Errorf("%s: more answers than the %d rows", path, len(rows))
+		}
 	}
 	byIndex := map[int64]int{}
 	for i, r := range rows {
@@ -62,13 +72,13 @@ func ApplyGroundTruth(rows []Row, path string) error {
 	for n, l := range lines {
 		truth, idx, hasIdx, err := truthLine(l)
 		if err != nil {
-			return fmt.Errorf("%s line %d: %w", path, n+1, err)
+			return fmt.Errorf("%s line %d: %w", path, at[n], err)
 		}
 		target := positional
 		if hasIdx {
 			i, ok := byIndex[idx]
 			if !ok {
-				return fmt.Errorf("%s line %d: no row has extra_info.index %d", path, n+1, idx)
+				return fmt.Errorf("%s line %d: no row has extra_info.index %d", path, at[n], idx)
 			}
 			target = i
 		} else {

@@ -13,7 +13,7 @@ import (
 
 // ReadJSONL reads rows from a JSONL file (one verl-layout object per line; blank lines skipped).
 // A malformed row is an error naming file, line and field, or, with SkipInvalid, skipped and
-// counted in Stats.
+// counted in Stats. A file with no valid row is an error wrapping ErrNoRows.
 func ReadJSONL(path string, opt Options) ([]Row, Stats, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -23,33 +23,44 @@ func ReadJSONL(path string, opt Options) ([]Row, Stats, error) {
 	return DecodeJSONL(f, path, opt)
 }
 
-// DecodeJSONL reads rows from r; name is used in errors.
+// DecodeJSONL reads rows from r; name is used in errors. A line longer than opt.MaxLineBytes,
+// more than opt.MaxRows rows or more than opt.MaxBytes bytes stop the read with an error naming
+// the row (line), whatever SkipInvalid says.
 func DecodeJSONL(r io.Reader, name string, opt Options) ([]Row, Stats, error) {
+	opt = opt.withDefaults()
 	var rows []Row
 	var st Stats
-	br := bufio.NewReaderSize(r, 1<<16)
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			row, rerr := decodeRow(b, opt)
-			if rerr != nil {
-				e := &RowError{File: name, Row: line, Field: rerr.field, Err: rerr.err}
-				if !opt.SkipInvalid {
-					return nil, st, e
-				}
-				st.skip(e)
-			} else {
-				rows = append(rows, row)
-			}
-		}
+	lines := NewLineReader(r, opt.MaxLineBytes, opt.MaxBytes)
+	seen := 0 // non-blank lines: rows, valid or not
+	for {
+		b, line, err := lines.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, st, fmt.Errorf("%s: line %d: %w", name, line, err)
+			return nil, st, &RowError{File: name, Row: line, Err: err}
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		if seen++; seen > opt.MaxRows {
+			return nil, st, &RowError{File: name, Row: line, Err: fmt.Errorf("%w: more than %d rows", ErrTooLarge, opt.MaxRows)}
+		}
+		row, rerr := decodeRow(b, opt)
+		if rerr == nil {
+			rows = append(rows, row)
+			continue
+		}
+		e := &RowError{File: name, Row: line, Field: rerr.field, Err: rerr.err}
+		if !opt.SkipInvalid {
+			return nil, st, e
+		}
+		st.skip(e)
 	}
 	st.Rows = len(rows)
+	if len(rows) == 0 {
+		return nil, st, noRows(name, st)
+	}
 	return rows, st, nil
 }
 

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,7 +40,10 @@ func WriteParquet(path string, rows []Row) error {
 }
 
 // EncodeParquet writes rows as parquet to w.
-func EncodeParquet(w io.Writer, rows []Row) (err error) {
+func EncodeParquet(w io.Writer, rows []Row) error { return encodeParquet(w, rows) }
+
+// encodeParquet writes rows with the writer's options (tests vary the compression).
+func encodeParquet(w io.Writer, rows []Row, options ...parquet.WriterOption) (err error) {
 	defer recoverTo(&err, "write parquet")
 	str := parquet.Optional(parquet.String())
 	group := parquet.Group{
@@ -54,7 +56,7 @@ func EncodeParquet(w io.Writer, rows []Row) (err error) {
 	if len(extra) > 0 {
 		group["extra_info"] = parquet.Optional(extra)
 	}
-	pw := parquet.NewGenericWriter[map[string]any](w, parquet.NewSchema("schema", group))
+	pw := parquet.NewGenericWriter[map[string]any](w, append([]parquet.WriterOption{parquet.NewSchema("schema", group)}, options...)...)
 	batch := make([]map[string]any, 0, 256)
 	for i := range rows {
 		batch = append(batch, rowMap(&rows[i], extra))
@@ -212,13 +214,17 @@ func ReadParquet(path string, opt Options) (rows []Row, st Stats, err error) {
 	return DecodeParquet(f, info.Size(), path, opt)
 }
 
-// DecodeParquet reads rows from r (size bytes); name is used in errors.
+// DecodeParquet reads rows from r (size bytes); name is used in errors. The file's structure is
+// checked before the parquet library reads it (checkParquet): a corrupt or hostile file is an
+// error naming what is wrong, and a file over opt.MaxRows rows or opt.MaxBytes decompressed bytes
+// is refused before its rows are read.
 func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []Row, st Stats, err error) {
 	defer recoverTo(&err, name)
-	if err := checkFrame(r, size); err != nil {
-		return nil, st, fmt.Errorf("%s: not a parquet file: %w", name, err)
+	opt = opt.withDefaults()
+	if err := checkParquet(r, size, opt); err != nil {
+		return nil, st, fmt.Errorf("%s: %w", name, err)
 	}
-	pf, err := parquet.OpenFile(r, size)
+	pf, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, st, fmt.Errorf("%s: not a parquet file: %w", name, err)
 	}
@@ -227,7 +233,7 @@ func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []
 			return nil, st, fmt.Errorf("%s: no prompt column (columns: %v)", name, columnNames(pf.Schema()))
 		}
 	}
-	pr := parquet.NewGenericReader[map[string]any](r, pf.Schema())
+	pr := parquet.NewGenericReader[map[string]any](pf, pf.Schema()) // pf, not r: r would be opened again, page index included
 	defer pr.Close()
 	index := 0
 	for {
@@ -257,32 +263,10 @@ func DecodeParquet(r io.ReaderAt, size int64, name string, opt Options) (rows []
 		}
 	}
 	st.Rows = len(rows)
+	if len(rows) == 0 {
+		return nil, st, noRows(name, st)
+	}
 	return rows, st, nil
-}
-
-// checkFrame checks the magic bytes at both ends and that the footer length fits in the file.
-// The parquet library allocates the footer's stated length before reading it: a corrupt length
-// (or a file that is not parquet at all, such as "PAR1PAR1", whose length reads as 827 MB) would
-// otherwise cost that much memory.
-func checkFrame(r io.ReaderAt, size int64) error {
-	const magic = "PAR1"
-	if size < 12 {
-		return fmt.Errorf("%d bytes, too short", size)
-	}
-	head, tail := make([]byte, 4), make([]byte, 8)
-	if _, err := r.ReadAt(head, 0); err != nil {
-		return err
-	}
-	if _, err := r.ReadAt(tail, size-8); err != nil {
-		return err
-	}
-	if string(head) != magic || string(tail[4:]) != magic {
-		return fmt.Errorf("no PAR1 magic at both ends")
-	}
-	if n := int64(binary.LittleEndian.Uint32(tail)); n > size-12 {
-		return fmt.Errorf("footer length %d exceeds the file (%d bytes)", n, size)
-	}
-	return nil
 }
 
 func columnNames(s *parquet.Schema) []string {

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -78,6 +79,48 @@ type Options struct {
 	SkipInvalid bool
 	// RequireGroundTruth makes an empty reward_model.ground_truth an error.
 	RequireGroundTruth bool
+	// MaxRows bounds the rows of a file, valid or not (default DefaultMaxRows).
+	MaxRows int
+	// MaxBytes bounds the data read from a file: a JSONL file's bytes, a parquet file's
+	// decompressed pages (default DefaultMaxBytes).
+	MaxBytes int64
+	// MaxLineBytes bounds one JSONL line (default DefaultMaxLineBytes).
+	MaxLineBytes int
+}
+
+// Defaults of Options' bounds. They stop a file that never ends (a JSONL "file" that is
+// /dev/zero, a parquet footer that claims billions of rows) with an error naming the row,
+// before it exhausts memory, and are far above what RL datasets hold (GSM8K has 7,473 training
+// rows; the largest verl-style math sets a few million).
+const (
+	DefaultMaxRows      = 10_000_000
+	DefaultMaxBytes     = 8 << 30  // 8 GiB
+	DefaultMaxLineBytes = 64 << 20 // 64 MiB: one row's prompt and extra_info
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxRows <= 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	return o
+}
+
+// ErrNoRows is wrapped by the error of a read that found no usable row: an empty file, or one
+// whose every row was skipped as malformed. Training on nothing is never what was meant.
+var ErrNoRows = errors.New("no rows")
+
+// noRows is the error of a read that returns no row.
+func noRows(name string, st Stats) error {
+	if st.Skipped > 0 {
+		return fmt.Errorf("%s: %w: all %d rows are malformed (the first: %v)", name, ErrNoRows, st.Skipped, &st.Errors[0])
+	}
+	return fmt.Errorf("%s: %w: the file holds no data", name, ErrNoRows)
 }
 
 // Stats reports what a read did.
