@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -270,6 +271,9 @@ func (r *run) flushFirstTurns() {
 		}
 	}
 	r.holding = false
+	// Workers finish the first contexts in any order: group in episode order, so that each
+	// request's seed (its first episode's) and the sample each episode gets do not depend on it.
+	slices.SortFunc(r.ready, func(a, b *episode) int { return a.idx - b.idx })
 	groups := map[string][]*episode{}
 	var order []string
 	for _, ep := range r.ready {
