@@ -1,6 +1,64 @@
-// Package grpo turns trajectories into advantages, losses and weight updates.
+// Package grpo turns trajectories into advantages, losses and weight updates: the trainer of
+// GRPO, multi-turn GRPO with condensed contexts, MT-GRPO, PPO with (bi-level) GAE and their usual
+// variants, on a policy that generates and trains with the same weights in one process.
+//
+// # The trainer
+//
+//	tr, _ := grpo.New(grpo.Models{Policy: m}, engine, tok, environment, cfg)  // engine over m's weights
+//	for step := range steps {
+//		metrics, trajs, err := tr.Step(ctx, tasks)  // one iteration; metrics under verl's names
+//	}
+//	val, _, _ := tr.Eval(ctx, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
+//	m, _ := tr.SFT(demonstrations)                  // a supervised warm-up step
+//
+// Step reads in phase order (trainer.go): rollout (collect.go: the multi-turn driver on the live
+// policy weights, with DAPO's dynamic sampling) → samples (sample.go: one per trained turn, its
+// context masked) → scoring passes (score.go: ℓ_old only when several optimizer steps share the
+// batch, ℓ_ref only with a KL term, the critic's values only for GAE) → credit (credit.go: shaped
+// rewards → advantages on every trained token) → update (update.go, loss_step.go: epochs ×
+// mini-batches by trajectory × micro-batches packed by a token budget, loss and backward per
+// micro-batch, grad-norm clip, AdamW with warmup and a constant or cosine schedule). A micro-batch
+// is one packed row; the prefix its samples share (system prompt, tool list, a group's task) is
+// laid out and computed once (model.NewSharedBatch), exactly. A non-finite gradient norm skips the
+// optimizer step (weights and optimizer state untouched; actor/skipped_steps); a trajectory with a
+// non-finite reward is left out of training with its Err set; everything else that goes wrong is
+// an error naming the step.
+//
+// Randomness comes from Config.Seed and the iteration number only (sampling seeds, mini-batch
+// shuffles), so a run restored at iteration k (weights, optimizer state, Progress) continues as if
+// it had never stopped.
+//
+// Multi-turn samples and weighting: every (c_t, o_t) is its own sample, which matches condensed
+// contexts exactly (c_{t+1} is not an extension of c_t). How much a trajectory with more turns
+// weighs is LossConfig.Agg: with token-mean every trained token weighs the same (long, many-turn
+// trajectories weigh more, as in verl and SkyRL's step-wise training); with the seq-mean modes
+// Agg.Turns chooses whether a sequence is a turn (each turn counts once) or a whole trajectory (its
+// turns share one unit: every trajectory counts once, however many turns it took).
+//
+// The sampler's and the trainer's log-probs come from the same weights in the same process: every
+// step logs rollout_corr/logprob_abs_diff_{mean,max}, |ℓ_roll − ℓ| over the trained tokens of the
+// first epoch. In float32 on the CPU it is float rounding (max ~1e-6 on the tiny model:
+// TestSamplerTrainerAgreement); in bfloat16 it is larger, because decoding (one token at a time
+// against the KV cache) and the training pass (a whole packed row) reduce in different orders and
+// every bf16 matmul output is rounded to 8 bits of mantissa — the same reason vLLM and FSDP
+// log-probs differ in verl. Truncated importance sampling (LossConfig.IS) corrects for it when
+// it matters.
 //
 // # Files
+//
+//	trainer.go         Trainer, New, Step: the loop
+//	config.go          Config (rollout, advantage, reward shaping, loss, optim, update, DAPO, critic)
+//	collect.go         the rollout phase, dynamic sampling, containment of bad rewards
+//	sample.go          per-turn samples, mini-batches by trajectory, packing by token budget
+//	score.go           no-grad passes: ℓ_old, ℓ_ref, and the micro-batch layout (shared prefixes)
+//	credit.go          rewards → per-token advantages (outcome, MT-GRPO, GAE)
+//	update.go          epochs, mini-batches, micro-batches, clip, optimizer step
+//	loss_step.go       aggregation weights and loss inputs of a micro-batch; metric accumulation
+//	critic.go          the PPO critic: value head, values, its update
+//	sft.go             supervised warm-up steps on demonstrations
+//	eval.go            validation: accuracy, pass@k
+//	schedule.go        learning-rate warmup and schedules
+//	metrics.go         Metrics and the rollout statistics
 //
 //	advantage.go       outcome advantages from trajectory scores: GRPO, Dr.GRPO, RLOO,
 //	                   REINFORCE++-baseline; group statistics (frac_reward_zero_std)

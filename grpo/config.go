@@ -1,0 +1,215 @@
+package grpo
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mtgrpo/mtgrpo/rollout"
+)
+
+// Config is one training run's settings. Start from Defaults and change what differs; Validate
+// names the first bad field. Each group mirrors a block users know from verl's ppo_trainer.yaml and
+// the multi-turn seeds (names in the doc lines).
+type Config struct {
+	// Rollout: what each step generates.
+	Rollout RolloutConfig
+	// Advantage: how rewards become advantages (algorithm.adv_estimator and its settings).
+	Advantage AdvConfig
+	// Reward: shaping applied to trajectory rewards before the advantages.
+	Reward RewardConfig
+	// Loss: the policy loss, KL, entropy, aggregation, importance sampling
+	// (actor_rollout_ref.actor.*).
+	Loss LossConfig
+	// Optim: AdamW and the learning-rate schedule (actor.optim.*).
+	Optim OptimConfig
+	// Update: how the rollout batch is split into optimizer steps.
+	Update UpdateConfig
+	// DAPO: dynamic sampling and the overlong penalty.
+	DAPO DAPOConfig
+	// Critic: the PPO value model (used by the gae estimator only).
+	Critic CriticConfig
+	// Seed drives sampling, mini-batch shuffling and everything else random in a step.
+	Seed uint64
+}
+
+// RolloutConfig says what one step generates.
+type RolloutConfig struct {
+	// Tasks is the number of tasks (prompts) per step: data.train_batch_size.
+	Tasks int
+	// Group is the number of trajectories per task, the GRPO group:
+	// n_trajectories_per_question, actor_rollout_ref.rollout.n.
+	Group int
+	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...).
+	Sampling rollout.Sampling
+	// MaxTurns caps an episode's action turns: max_turns_per_trajectory (0: the environment's).
+	MaxTurns int
+	// MaxContextTokens ends an episode whose next context would be longer: max_context_length.
+	MaxContextTokens int
+	// Condenser builds each turn's context (nil: the full history).
+	Condenser rollout.Condenser
+	// MaskTruncated gives outputs cut by the length limit loss mask 0 (DAPO overlong filtering).
+	MaskTruncated bool
+	// MaxLen is the KV cache length per sequence (context plus output; 0: MaxContextTokens +
+	// Sampling.MaxNewTokens, or 4096).
+	MaxLen int
+	// ChatVars are extra chat template variables (e.g. enable_thinking).
+	ChatVars map[string]any
+	// Workers bounds concurrent environment, tool and reward calls (0: 32).
+	Workers int
+}
+
+// UpdateConfig says how a rollout batch becomes optimizer steps.
+type UpdateConfig struct {
+	// Epochs passes over each rollout batch (ppo_epochs); more than one needs old log-probs.
+	Epochs int
+	// MiniBatches splits the batch into this many optimizer steps per epoch, by trajectory
+	// (train_batch_size / ppo_mini_batch_size); more than one needs old log-probs.
+	MiniBatches int
+	// MicroTokens is the token budget of one forward/backward pass (ppo_max_token_len_per_gpu):
+	// turns are packed into micro-batches of at most this many tokens and their gradients
+	// accumulate.
+	MicroTokens int
+	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
+	Checkpoint bool
+}
+
+// OptimConfig is AdamW and its schedule.
+type OptimConfig struct {
+	LR          float64 // peak learning rate
+	Beta1       float64
+	Beta2       float64
+	Eps         float64
+	WeightDecay float64 // decoupled; biases and norm weights are exempt
+	// Warmup optimizer steps of linear warmup (lr_warmup_steps).
+	Warmup int
+	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
+	Schedule   Schedule
+	MinLRRatio float64
+	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown).
+	TotalSteps int
+	// MaxGradNorm clips the global gradient norm (grad_clip; 0: no clipping). A non-finite norm
+	// always skips the step.
+	MaxGradNorm float64
+}
+
+// RewardConfig shapes trajectory rewards before the advantages are computed.
+type RewardConfig struct {
+	// KLCoef puts the KL to the reference in the reward instead of (or besides) the loss
+	// (algorithm.use_kl_in_reward with kl_ctrl.kl_coef): every trained token gets −KLCoef·KL as a
+	// token reward; outcome estimators add those to the trajectory's score, GAE sees them per token.
+	// 0: off (no reference model needed for it).
+	KLCoef float64
+	// KLKind is the estimator of the KL in the reward (algorithm.kl_penalty).
+	KLKind KLKind
+}
+
+// DAPOConfig holds DAPO's dynamic sampling and overlong buffer.
+type DAPOConfig struct {
+	// DynamicSampling drops groups whose rewards are all equal (no learning signal) and keeps
+	// generating until Rollout.Tasks groups with signal are collected (filter_groups.enable).
+	DynamicSampling bool
+	// MaxGenBatches caps the generation rounds of one step (filter_groups.max_num_gen_batches;
+	// 0: 4). When the cap is hit the step trains on the groups it has.
+	MaxGenBatches int
+	// OverlongLen is the buffer before the length limit in which a linear penalty applies
+	// (overlong_buffer.len; 0: off), OverlongFactor the penalty at the limit (penalty_factor).
+	OverlongLen    int
+	OverlongFactor float64
+}
+
+// CriticConfig is the PPO value model.
+type CriticConfig struct {
+	LR          float64 // critic learning rate (critic.optim.lr)
+	Warmup      int     // critic warmup steps: the actor is not updated before (trainer.critic_warmup)
+	ValueClip   float64 // ε_v of the clipped value loss (critic.cliprange_value)
+	MaxGradNorm float64
+}
+
+// Defaults are verl's defaults where verl has one, scaled for small models where it matters.
+func Defaults() Config {
+	return Config{
+		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512},
+			MaxContextTokens: 4096},
+		Advantage: DefaultAdvConfig(),
+		Reward:    RewardConfig{KLKind: KLK3},
+		Loss:      DefaultLossConfig(),
+		Optim: OptimConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01,
+			Schedule: Constant, MaxGradNorm: 1},
+		Update: UpdateConfig{Epochs: 1, MiniBatches: 1, MicroTokens: 16384},
+		DAPO:   DAPOConfig{MaxGenBatches: 4, OverlongFactor: 1},
+		Critic: CriticConfig{LR: 1e-5, ValueClip: 0.5, MaxGradNorm: 1},
+	}
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	r, u, o := c.Rollout, c.Update, c.Optim
+	switch {
+	case r.Tasks < 1:
+		return fmt.Errorf("rollout.tasks %d must be >= 1", r.Tasks)
+	case r.Group < 1:
+		return fmt.Errorf("rollout.group %d must be >= 1", r.Group)
+	case r.MaxTurns < 0 || r.MaxContextTokens < 0 || r.MaxLen < 0 || r.Workers < 0:
+		return fmt.Errorf("rollout: max_turns %d, max_context_tokens %d, max_len %d and workers %d must be >= 0",
+			r.MaxTurns, r.MaxContextTokens, r.MaxLen, r.Workers)
+	case u.Epochs < 1:
+		return fmt.Errorf("update.epochs %d must be >= 1", u.Epochs)
+	case u.MiniBatches < 1:
+		return fmt.Errorf("update.mini_batches %d must be >= 1", u.MiniBatches)
+	case u.MiniBatches > r.Tasks*r.Group:
+		return fmt.Errorf("update.mini_batches %d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
+	case u.MicroTokens < 1:
+		return fmt.Errorf("update.micro_tokens %d must be >= 1", u.MicroTokens)
+	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
+		return fmt.Errorf("optim.lr %v must be a finite number >= 0", o.LR)
+	case !(o.Beta1 >= 0 && o.Beta1 < 1) || !(o.Beta2 >= 0 && o.Beta2 < 1):
+		return fmt.Errorf("optim.betas (%v, %v) must be in [0, 1)", o.Beta1, o.Beta2)
+	case !(o.Eps > 0):
+		return fmt.Errorf("optim.eps %v must be > 0", o.Eps)
+	case !(o.WeightDecay >= 0):
+		return fmt.Errorf("optim.weight_decay %v must be >= 0", o.WeightDecay)
+	case o.Warmup < 0 || o.TotalSteps < 0:
+		return fmt.Errorf("optim: warmup %d and total_steps %d must be >= 0", o.Warmup, o.TotalSteps)
+	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1):
+		return fmt.Errorf("optim.min_lr_ratio %v must be in [0, 1]", o.MinLRRatio)
+	case !(o.MaxGradNorm >= 0):
+		return fmt.Errorf("optim.max_grad_norm %v must be >= 0", o.MaxGradNorm)
+	case c.DAPO.MaxGenBatches < 0 || c.DAPO.OverlongLen < 0 || !(c.DAPO.OverlongFactor >= 0):
+		return fmt.Errorf("dapo: max_gen_batches %d, overlong_len %d, overlong_factor %v must be >= 0",
+			c.DAPO.MaxGenBatches, c.DAPO.OverlongLen, c.DAPO.OverlongFactor)
+	case !(c.Critic.LR >= 0) || !(c.Critic.ValueClip >= 0) || c.Critic.Warmup < 0 || !(c.Critic.MaxGradNorm >= 0):
+		return fmt.Errorf("critic: lr %v, value_clip %v, warmup %d, max_grad_norm %v must be >= 0",
+			c.Critic.LR, c.Critic.ValueClip, c.Critic.Warmup, c.Critic.MaxGradNorm)
+	}
+	if _, err := ParseSchedule(string(o.Schedule)); err != nil {
+		return fmt.Errorf("optim.schedule: %w", err)
+	}
+	if err := r.Sampling.Validate(); err != nil {
+		return fmt.Errorf("rollout.%w", err)
+	}
+	if err := c.Advantage.Validate(); err != nil {
+		return err
+	}
+	if !(c.Reward.KLCoef >= 0) || math.IsInf(c.Reward.KLCoef, 0) {
+		return fmt.Errorf("reward.kl_coef %v must be a finite number >= 0", c.Reward.KLCoef)
+	}
+	if c.Reward.KLCoef > 0 {
+		if _, err := ParseKLKind(string(c.Reward.KLKind)); err != nil {
+			return fmt.Errorf("reward.kl_kind: %w", err)
+		}
+	}
+	if c.DAPO.OverlongLen > 0 {
+		o := Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
+		if err := o.Validate(c.Rollout.Sampling.MaxNewTokens); err != nil {
+			return fmt.Errorf("dapo.overlong: %w", err)
+		}
+	}
+	return c.Loss.Validate()
+}
+
+// needsRef reports whether the reference model's log-probs are needed (a KL term anywhere).
+func (c *Config) needsRef() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+
+// needsOld reports whether ℓ_old must be computed before the update: the policy changes between
+// the first and a later optimizer step on the same batch.
+func (c *Config) needsOld() bool { return c.Update.Epochs > 1 || c.Update.MiniBatches > 1 }

@@ -1,0 +1,189 @@
+package grpo
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Critic is PPO's value model: a decoder of the policy's family (typically initialised from the
+// same checkpoint) with a scalar value head on its final hidden states, as verl's critic
+// (AutoModelForTokenClassification with one label). The value of token i is read from the hidden
+// state that predicts it, V_i = w·h_{i−1} + b: the value of the state in which token i was chosen.
+type Critic struct {
+	Model *model.Model
+	// Head is value_head.weight [1, hidden] and Bias value_head.bias [1], float32, zero at start
+	// (every value starts at 0, so the first advantages are the rewards themselves).
+	Head, Bias *torch.Tensor
+
+	opt   *torch.AdamW
+	scope *torch.Scope
+}
+
+// NewCritic puts a zero value head on m. Call on the torch thread; Close frees the head and the
+// optimizer (the model belongs to the caller).
+func NewCritic(m *model.Model) (c *Critic, err error) {
+	defer torch.Recover(&err)
+	if m == nil {
+		return nil, fmt.Errorf("grpo: critic: nil model")
+	}
+	c = &Critic{Model: m, scope: torch.NewLongScope("critic head")}
+	c.scope.With(func() {
+		c.Head = torch.Zeros([]int64{1, int64(m.Config.HiddenSize)}, torch.Float32, m.Device).SetRequiresGrad(true)
+		c.Bias = torch.Zeros([]int64{1}, torch.Float32, m.Device).SetRequiresGrad(true)
+	})
+	return c, nil
+}
+
+// Parameters are the critic's trainable tensors by name: the decoder's weights and the head
+// (value_head.weight, value_head.bias).
+func (c *Critic) Parameters() []torch.NamedTensor {
+	return append(c.Model.Parameters(), torch.NamedTensor{Name: "value_head.weight", Tensor: c.Head},
+		torch.NamedTensor{Name: "value_head.bias", Tensor: c.Bias})
+}
+
+// tensors are the critic's trainable tensors, for gradient clipping.
+func (c *Critic) tensors() []*torch.Tensor {
+	return append(c.Model.ParameterTensors(), c.Head, c.Bias)
+}
+
+// Close frees the head and the optimizer state.
+func (c *Critic) Close() {
+	if c.opt != nil {
+		c.opt.Close()
+	}
+	c.scope.Close()
+}
+
+// start makes the critic's optimizer (once).
+func (c *Critic) start(cfg CriticConfig, o OptimConfig) error {
+	if c.opt != nil {
+		return nil
+	}
+	c.Model.SetTrainable(true)
+	var err error
+	if c.opt, err = newAdamW(c.Parameters(), cfg.LR, o); err != nil {
+		return fmt.Errorf("grpo: critic optimizer: %w", err)
+	}
+	return nil
+}
+
+// valuesOf maps the final hidden states [rows, cols, hidden] to per-token values [rows, cols],
+// shifted so that position i holds the value of the state before token i (position 0 of a row
+// gets 0; in a packed row the first token of each sample gets its predecessor's last value, which
+// no loss reads: it is context).
+func (c *Critic) valuesOf(h *torch.Tensor) *torch.Tensor {
+	v := torch.Linear(h.ToDType(torch.Float32), c.Head, c.Bias).Squeeze(-1) // [rows, cols]
+	cols := v.Size(1)
+	if cols == 1 {
+		return torch.ZerosLike(v)
+	}
+	zero := torch.Zeros([]int64{v.Size(0), 1}, torch.Float32, v.Device())
+	return torch.Cat([]*torch.Tensor{zero, v.Slice(1, 0, cols-1, 1)}, 1)
+}
+
+// values computes the values of every sample (no grad) into sample.values.
+func (c *Critic) values(samples []*sample, budget int) error {
+	for _, micro := range pack(samples, budget) {
+		b, err := batchOf(micro)
+		if err != nil {
+			return err
+		}
+		err = torch.Do(func() error {
+			s := torch.NewScope()
+			defer s.Close()
+			h, err := c.Model.Hidden(b)
+			if err != nil {
+				return err
+			}
+			var v *torch.Tensor
+			torch.NoGrad(func() { v = c.valuesOf(h) })
+			vals, err := b.Values(v)
+			if err != nil {
+				return err
+			}
+			for i, smp := range micro {
+				smp.values = vals[i]
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("grpo: critic values: %w", err)
+		}
+	}
+	return nil
+}
+
+// update trains the critic on the returns: the clipped value loss, aggregated like the policy
+// loss, one optimizer step per mini-batch and epoch.
+func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
+	c, u := t.ms.Critic, t.cfg.Update
+	acc := newStatAcc()
+	defer acc.close()
+	for epoch := 0; epoch < u.Epochs; epoch++ {
+		for _, mb := range miniBatches(samples, u.MiniBatches, t.stepRNG(uint64(epoch+101))) {
+			if err := t.setWeights(mb); err != nil {
+				return err
+			}
+			for _, micro := range pack(mb, u.MicroTokens) {
+				if err := t.criticMicro(micro, acc); err != nil {
+					return err
+				}
+			}
+			maxNorm := t.cfg.Critic.MaxGradNorm
+			if maxNorm == 0 {
+				maxNorm = math.Inf(1)
+			}
+			norm := torch.ClipGradNorm(c.tensors(), maxNorm)
+			m["critic/grad_norm"] = norm
+			if !math.IsNaN(norm) && !math.IsInf(norm, 0) {
+				c.opt.Step()
+				c.opt.ZeroGrad()
+			} else {
+				c.opt.Skip()
+				m["critic/skipped_steps"]++
+			}
+			acc.updates++
+		}
+	}
+	acc.report(m)
+	return nil
+}
+
+// criticMicro backpropagates one micro-batch's value loss.
+func (t *Trainer) criticMicro(micro []*sample, acc *statAcc) error {
+	c := t.ms.Critic
+	b, err := batchOf(micro)
+	if err != nil {
+		return err
+	}
+	return torch.Do(func() error {
+		s := torch.NewScope()
+		defer s.Close()
+		p, err := c.Model.Train(b, model.ForwardOptions{Hidden: true, Checkpoint: t.cfg.Update.Checkpoint})
+		if err != nil {
+			return fmt.Errorf("grpo: critic pass: %w", err)
+		}
+		dev := p.Hidden.Device()
+		get := func(f func(*sample) []float32) *torch.Tensor { return perToken(b, micro, dev, f) }
+		var v *torch.Tensor
+		torch.EnableGrad(func() { v = c.valuesOf(p.Hidden) })
+		loss, st, err := ValueLoss(t.cfg.Critic.ValueClip, ValueInputs{
+			Values:  v,
+			Old:     get(func(s *sample) []float32 { return s.values }),
+			Returns: get(func(s *sample) []float32 { return s.returns }),
+			Weights: get(func(s *sample) []float32 { return s.weight }),
+			Mask:    get(maskOf),
+		})
+		if err != nil {
+			return fmt.Errorf("grpo: value loss: %w", err)
+		}
+		if err := p.Backward(loss); err != nil {
+			return fmt.Errorf("grpo: critic backward: %w", err)
+		}
+		acc.add(st)
+		return nil
+	})
+}

@@ -1,0 +1,117 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+)
+
+// EvalConfig says how a validation set is played.
+type EvalConfig struct {
+	// Samples per task (1 for greedy accuracy; n > 1 gives pass@k for k = 1 and n).
+	Samples int
+	// Sampling of every turn; Greedy: true for deterministic accuracy.
+	Sampling rollout.Sampling
+	// MaxTurns, MaxContextTokens, Condenser and ChatVars as in RolloutConfig.
+	MaxTurns, MaxContextTokens int
+	Condenser                  rollout.Condenser
+	ChatVars                   map[string]any
+	// Seed seeds the sampling.
+	Seed uint64
+}
+
+// Evaluate plays every task Samples times on the generator's model and reports val/ metrics: the
+// mean reward and each reward function, strict and lenient accuracy (the rubric's accuracy
+// functions), turns and lengths, and pass@1 and pass@n with the unbiased estimator of Chen et al.
+// (arXiv 2107.03374) over Samples draws, a task counting as solved when its accuracy is 1 (its
+// reward is positive for rubrics without an accuracy function). Run on the torch thread.
+func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment,
+	tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
+	n := max(c.Samples, 1)
+	if len(tasks) == 0 {
+		return nil, nil, fmt.Errorf("grpo: eval: no tasks")
+	}
+	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
+		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed})
+	if err != nil {
+		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
+	}
+	var eps []rollout.Episode
+	for i, task := range tasks {
+		for range n {
+			eps = append(eps, rollout.Episode{Env: envs.New(), Task: task, Group: i})
+		}
+	}
+	trajs, prof, err := d.Run(ctx, eps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
+	}
+	m := Metrics{}
+	m.rolloutStats(trajs)
+	out := Metrics{}
+	for k, v := range m {
+		out["val/"+k] = v
+	}
+	solved := make([]int, len(tasks))
+	for _, tr := range trajs {
+		if solvedBy(tr) {
+			solved[tr.Group]++
+		}
+	}
+	var p1, pn float64
+	for _, c := range solved {
+		p1 += passAtK(n, c, 1)
+		pn += passAtK(n, c, n)
+	}
+	out["val/pass@1"] = p1 / float64(len(tasks))
+	out[fmt.Sprintf("val/pass@%d", n)] = pn / float64(len(tasks))
+	out["val/timing_s"] = prof.Wall.Seconds()
+	return out, trajs, nil
+}
+
+// solvedBy reports whether a trajectory solved its task: accuracy 1 when the rubric measures
+// accuracy, else a positive reward.
+func solvedBy(tr *rollout.Trajectory) bool {
+	if tr.Err != nil {
+		return false
+	}
+	if a, ok := tr.Score.Metrics["reward/accuracy"]; ok {
+		return a >= 1
+	}
+	return tr.Reward > 0
+}
+
+// passAtK is the unbiased pass@k estimate from n draws of which c succeeded:
+// 1 − C(n−c, k)/C(n, k).
+func passAtK(n, c, k int) float64 {
+	if n-c < k {
+		return 1
+	}
+	p := 1.0
+	for i := n - c + 1; i <= n; i++ {
+		p *= 1 - float64(k)/float64(i)
+	}
+	return 1 - p
+}
+
+// Eval plays tasks on the trainer's policy with its rollout settings (condenser, turn and context
+// limits) and c's sampling.
+func (t *Trainer) Eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
+	r := t.cfg.Rollout
+	if c.Condenser == nil {
+		c.Condenser = r.Condenser
+	}
+	if c.MaxTurns == 0 {
+		c.MaxTurns = r.MaxTurns
+	}
+	if c.MaxContextTokens == 0 {
+		c.MaxContextTokens = r.MaxContextTokens
+	}
+	if c.ChatVars == nil {
+		c.ChatVars = r.ChatVars
+	}
+	return Evaluate(ctx, t.gen, t.tok, t.envs, tasks, c)
+}

@@ -1,0 +1,134 @@
+package grpo
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/rollout"
+)
+
+// Metrics are one step's measurements under the names verl and TRL users know
+// (critic/score/mean, actor/pg_loss, response_length/mean, timing_s/gen, ...). The caller decides
+// where they go (log, metrics.jsonl, TensorBoard).
+type Metrics map[string]float64
+
+// Names returns the metric names, sorted.
+func (m Metrics) Names() []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// timed runs fn and adds its wall time to timing_s/<phase>.
+func timed[T any](m Metrics, phase string, fn func() (T, error)) (T, error) {
+	t0 := time.Now()
+	v, err := fn()
+	m["timing_s/"+phase] += time.Since(t0).Seconds()
+	return v, err
+}
+
+// stat adds mean, max and min of xs under prefix (nothing for an empty xs).
+func (m Metrics) stat(prefix string, xs []float64) {
+	if len(xs) == 0 {
+		return
+	}
+	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+	for _, x := range xs {
+		lo, hi, sum = min(lo, x), max(hi, x), sum+x
+	}
+	m[prefix+"/mean"], m[prefix+"/max"], m[prefix+"/min"] = sum/float64(len(xs)), hi, lo
+}
+
+// rolloutStats records what the trajectories look like: scores and reward functions, lengths,
+// turns, tool calls, turn rewards, game actions, how episodes ended.
+func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
+	var score, turnReward, turns, tools, valid, resp, prompt []float64
+	clipped, failed := 0, 0
+	fns := map[string][]float64{}
+	ends := map[string]float64{}
+	for _, tr := range trajs {
+		ends[tr.End]++
+		if tr.Err != nil {
+			failed++
+		}
+		score = append(score, tr.Reward)
+		turnReward = append(turnReward, tr.Score.TurnReward)
+		turns = append(turns, float64(tr.ActionTurns))
+		nTools, nValid := 0, 0
+		for _, tu := range tr.Turns {
+			resp = append(resp, float64(len(tu.Output)))
+			prompt = append(prompt, float64(len(tu.Context)))
+			if tu.Finish == rollout.FinishLength {
+				clipped++
+			}
+			nTools += tu.Step.Info.ToolCalls
+			nValid += tu.Step.Info.ValidActions
+		}
+		tools = append(tools, float64(nTools))
+		valid = append(valid, float64(nValid))
+		for k, v := range tr.Score.Metrics {
+			fns[k] = append(fns[k], v)
+		}
+	}
+	m.stat("critic/score", score)
+	m.stat("critic/turn_reward", turnReward)
+	m.stat("num_turns", turns)
+	m.stat("tool_call_counts", tools)
+	m.stat("num_valid_actions", valid)
+	m.stat("response_length", resp)
+	m.stat("prompt_length", prompt)
+	if len(resp) > 0 {
+		m["response_length/clip_ratio"] = float64(clipped) / float64(len(resp))
+	}
+	for k, vs := range fns {
+		// reward/<fn>, turn_reward/<fn>, context/max_tokens: the rubric's own names.
+		m.stat(k, vs)
+	}
+	for end, n := range ends {
+		m["episode/end_"+end] = n / float64(len(trajs))
+	}
+	m["episode/failed"] = float64(failed)
+	// The seeds' names for the headline numbers.
+	if v, ok := m["reward/accuracy/mean"]; ok {
+		m["train/accuracy"] = v
+	}
+	if v, ok := m["reward/accuracy_strict/mean"]; ok {
+		m["train/accuracy_strict"] = v
+	}
+	m["train/turn_reward"] = m["critic/turn_reward/mean"]
+	m["train/num_valid_actions"] = m["num_valid_actions/mean"]
+}
+
+// throughput records trained tokens per second over the whole step.
+func (m Metrics) throughput(samples []*sample) {
+	n := 0
+	for _, s := range samples {
+		n += len(s.IDs)
+	}
+	m["perf/total_num_tokens"] = float64(n)
+	if s := m["timing_s/step"]; s > 0 {
+		m["perf/throughput"] = float64(n) / s
+	}
+}
+
+// phaseShare adds timing_s/<phase> as fractions of the step (timing_frac/<phase>).
+func (m Metrics) phaseShare() {
+	step := m["timing_s/step"]
+	if step <= 0 {
+		return
+	}
+	fracs := map[string]float64{}
+	for k, v := range m {
+		if p, ok := strings.CutPrefix(k, "timing_s/"); ok && p != "step" {
+			fracs["timing_frac/"+p] = v / step
+		}
+	}
+	for k, v := range fracs {
+		m[k] = v
+	}
+}

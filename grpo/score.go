@@ -1,0 +1,121 @@
+package grpo
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// score runs the no-grad passes the configuration needs before the update: ℓ_old when the policy
+// changes between optimizer steps on this batch (several epochs or mini-batches; otherwise ℓ_old is
+// ℓ detached and costs nothing), ℓ_ref when the loss has a KL term, and the critic's values for GAE.
+func (t *Trainer) score(samples []*sample, m Metrics) error {
+	if t.cfg.needsOld() {
+		if _, err := timed(m, "old_log_prob", func() (struct{}, error) {
+			return struct{}{}, t.logProbs(t.ms.Policy, samples, func(s *sample, v []float32) { s.old = v })
+		}); err != nil {
+			return err
+		}
+	}
+	if t.cfg.needsRef() {
+		if _, err := timed(m, "ref", func() (struct{}, error) {
+			return struct{}{}, t.logProbs(t.ms.Reference, samples, func(s *sample, v []float32) { s.ref = v })
+		}); err != nil {
+			return err
+		}
+	}
+	if t.cfg.Advantage.Estimator == EstGAE {
+		if _, err := timed(m, "values", func() (struct{}, error) {
+			return struct{}{}, t.ms.Critic.values(samples, t.cfg.Update.MicroTokens)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logProbs computes mod's log-probs of every sample (at the sampling temperature, micro-batch by
+// micro-batch, no grad) and hands each sample its per-token values.
+func (t *Trainer) logProbs(mod *model.Model, samples []*sample, set func(*sample, []float32)) error {
+	for _, micro := range pack(samples, t.cfg.Update.MicroTokens) {
+		b, err := batchOf(micro)
+		if err != nil {
+			return err
+		}
+		err = torch.Do(func() error {
+			s := torch.NewScope()
+			defer s.Close()
+			out, err := mod.LogProbs(b, model.ForwardOptions{Temperature: t.temperature()})
+			if err != nil {
+				return err
+			}
+			vals, err := b.Values(out.LogProbs)
+			if err != nil {
+				return err
+			}
+			for i, smp := range micro {
+				set(smp, vals[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("grpo: scoring pass: %w", err)
+		}
+	}
+	return nil
+}
+
+// temperature is the sampling temperature the trainer's log-probs must use (0 means 1).
+func (t *Trainer) temperature() float64 {
+	if s := t.cfg.Rollout.Sampling; s.Temperature > 0 && !s.Greedy {
+		return s.Temperature
+	}
+	return 1
+}
+
+// batchOf lays a micro-batch out as one packed row, scoring from each sample's context end. The
+// leading tokens all its samples share (a system prompt and tool list, a task's prompt in its
+// group) are laid out and computed once (model.NewSharedBatch): exact, and often most of the
+// tokens of multi-turn samples.
+func batchOf(micro []*sample) (*model.Batch, error) {
+	seqs := make([][]int32, len(micro))
+	from := make([]int, len(micro))
+	shared := math.MaxInt
+	for i, s := range micro {
+		seqs[i], from[i] = s.IDs, s.ScoreFrom
+		shared = min(shared, s.ScoreFrom-1)
+	}
+	var b *model.Batch
+	var err error
+	if shared = min(shared, model.SharedPrefix(seqs)); len(micro) > 1 && shared >= minSharedPrefix {
+		b, err = model.NewSharedBatch(seqs, shared)
+	} else {
+		b, err = model.NewBatch(seqs, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grpo: %w", err)
+	}
+	b.ScoreFrom = from
+	return b, nil
+}
+
+// minSharedPrefix is the shortest common prefix worth laying out once (shorter ones cost more in
+// attention calls than they save).
+const minSharedPrefix = 16
+
+// perToken lays one per-token slice of each sample out in b's layout on dev (nil slices are 0).
+func perToken(b *model.Batch, micro []*sample, dev torch.Device, get func(*sample) []float32) *torch.Tensor {
+	vals := make([][]float32, len(micro))
+	for i, s := range micro {
+		if vals[i] = get(s); vals[i] == nil {
+			vals[i] = make([]float32, len(s.IDs))
+		}
+	}
+	t, err := b.Tensor(vals, dev)
+	if err != nil {
+		panic(err) // the slices are built with the samples' lengths: a mismatch is a bug here
+	}
+	return t
+}

@@ -1,0 +1,164 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// testDType: MTGRPO_TEST_DTYPE=bfloat16 runs the trainer tests with bf16 weights (tolerances
+// widen accordingly); the default is float32.
+var testDType = func() string {
+	if d := os.Getenv("MTGRPO_TEST_DTYPE"); d != "" {
+		return d
+	}
+	return "float32"
+}()
+
+// byteEnv is a synthetic environment for the trainer's mechanics: Turns turns, the second answered
+// by a "tool" message (so MT-GRPO sees a tool result), reward = Reward(text of all turns).
+type byteEnv struct {
+	turns  int
+	reward func(texts []string) float64
+	turn   int
+	texts  []string
+	rubric *env.Rubric
+}
+
+func (e *byteEnv) Reset(context.Context, env.Task) (env.Start, error) {
+	e.turn, e.texts = 0, nil
+	return env.Start{Messages: []env.Message{env.Text(env.RoleUser, "Say something.")}}, nil
+}
+
+func (e *byteEnv) Step(_ context.Context, text string) (env.StepResult, error) {
+	e.turn++
+	e.texts = append(e.texts, text)
+	res := env.StepResult{Assistant: env.Text(env.RoleAssistant, text), Done: e.turn >= e.turns}
+	if !res.Done {
+		res.Messages = []env.Message{{Role: "tool", Content: "ok"}}
+		res.Info.ToolCalls, res.Info.ToolSuccesses = 1, 1
+	}
+	return res, nil
+}
+
+func (e *byteEnv) MultiTurn() bool     { return e.turns > 1 }
+func (e *byteEnv) Rubric() *env.Rubric { return e.rubric }
+func (e *byteEnv) Close() error        { return nil }
+
+// byteSum scores texts by the sum of their bytes, folded into [0, 1): a reward that differs
+// between almost any two samples, so every group has signal.
+func byteSum(texts []string) float64 {
+	s := 0
+	for _, t := range texts {
+		for _, c := range []byte(t) {
+			s += int(c)
+		}
+	}
+	return float64(s%97) / 97
+}
+
+func newByteEnv(turns int, reward func([]string) float64) *env.Environment {
+	return &env.Environment{Name: "bytes", MultiTurn: turns > 1, New: func() env.Env {
+		e := &byteEnv{turns: turns, reward: reward}
+		e.rubric = &env.Rubric{
+			Funcs: []env.RewardFunc{{Name: "bytes", Weight: 1, Fn: func(*env.Trajectory) float64 { return e.reward(e.texts) }}},
+			Turn: []env.TurnRewardFunc{{Name: "bytes", Weight: 1, Fn: func(t *env.Trajectory, i int) float64 {
+				return byteSum([]string{t.Turns[i].Assistant})
+			}}},
+		}
+		return e
+	}}
+}
+
+// run is a trainer over a fresh tiny model, with everything it needs closed at the end.
+type run struct {
+	t   *testing.T
+	dir string
+	tok *tokenizer.Tokenizer
+	m   *model.Model
+	tr  *Trainer
+	be  *rollout.ModelBackend
+}
+
+// smallConfig is a fast configuration: 2 tasks × 4 samples, 12 new tokens per turn.
+func smallConfig() Config {
+	c := Defaults()
+	c.Rollout.Tasks, c.Rollout.Group = 2, 4
+	c.Rollout.Sampling.MaxNewTokens = 12
+	c.Optim.LR = 1e-3
+	c.Seed = 7
+	return c
+}
+
+// newRun loads the tiny model of dir in the test dtype and makes a trainer; call on the torch
+// thread.
+func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*Models)) *run {
+	t.Helper()
+	r := &run{t: t, dir: dir}
+	var err error
+	if r.tok, err = tokenizer.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if r.m, err = model.Load(dir, model.Options{DType: testDType}); err != nil {
+		t.Fatal(err)
+	}
+	if r.be, err = rollout.NewModelBackend(r.m, cfg.Rollout.Tasks*cfg.Rollout.Group, 512, r.tok.EOSIDs()...); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := rollout.NewEngine(r.be, r.tok, rollout.Config{Seed: cfg.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := Models{Policy: r.m}
+	if ms != nil {
+		ms(&models)
+	}
+	if r.tr, err = New(models, eng, r.tok, e, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *run) close() {
+	r.tr.Close()
+	r.be.Close()
+	r.m.Close()
+}
+
+// weights copies every parameter to the host, by name.
+func weights(m *model.Model) map[string][]float32 {
+	out := map[string][]float32{}
+	for _, p := range m.Parameters() {
+		out[p.Name] = p.Tensor.ToDType(torch.Float32).Float32s()
+	}
+	return out
+}
+
+// maxDiff is max |a−b| over two weight maps, and the parameter where it is.
+func maxDiff(a, b map[string][]float32) (float64, string) {
+	d, where := 0.0, ""
+	for k, x := range a {
+		for i := range x {
+			if v := math.Abs(float64(x[i] - b[k][i])); v > d || math.IsNaN(v) {
+				d, where = v, fmt.Sprintf("%s[%d]", k, i)
+			}
+		}
+	}
+	return d, where
+}
+
+func sayTasks(n int) []env.Task {
+	out := make([]env.Task, n)
+	for i := range out {
+		out[i] = env.Task{ID: fmt.Sprint(i), Prompt: []env.Message{env.Text(env.RoleUser, "Say something.")}}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// tinyDir writes a randomly initialised tiny Qwen3 model with the byte-level tokenizer to a
+// temporary directory (the same model `mtgrpo init --preset tiny` writes).
+func tinyDir(t testing.TB, seed uint64, mutate func(*model.Config)) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := tokenizer.WriteTiny(dir); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &model.Vocab{Size: tk.VocabSize(), EOS: tk.EOSIDs(), BOS: tk.EOSIDs()[0]}
+	cfg, gen, err := model.PresetConfig("qwen3", "tiny", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	err = torch.Run(func() error {
+		m, err := model.New(cfg, gen, model.Options{DType: "float32"}, seed)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		m.TokenizerDir = dir
+		return m.Export(dir, model.ExportOptions{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// sliceSource serves tasks in order, wrapping around.
+type sliceSource struct {
+	tasks []env.Task
+	pos   int
+}
+
+func (s *sliceSource) Next(n int) ([]env.Task, error) {
+	if len(s.tasks) == 0 {
+		return nil, fmt.Errorf("no tasks")
+	}
+	out := make([]env.Task, n)
+	for i := range out {
+		out[i] = s.tasks[s.pos%len(s.tasks)]
+		s.pos++
+	}
+	return out, nil
+}
+
+// tasksOf generates n tasks of a built-in environment.
+func tasksOf(t testing.TB, e *env.Environment, n int, seed int64) []env.Task {
+	t.Helper()
+	rows, err := e.Generate(n, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]env.Task, len(rows))
+	for i, r := range rows {
+		out[i] = env.TaskFromRow(r, i)
+	}
+	return out
+}
+
+var multRe = regexp.MustCompile(`What is (\d+) \* (\d+)\?`)
+
+// calcMultOracle answers calc_mult as a good policy would: a calculator call on the first turn,
+// then the result after "####".
+func calcMultOracle(prompt string, _ int) (string, rollout.FinishReason) {
+	q := multRe.FindAllStringSubmatch(prompt, -1)
+	if len(q) == 0 {
+		return "I do not know.", ""
+	}
+	a, b := q[len(q)-1][1], q[len(q)-1][2]
+	if i := strings.LastIndex(prompt, "<tool_response>\n"); i >= 0 {
+		res := prompt[i+len("<tool_response>\n"):]
+		res = res[:strings.Index(res, "\n")]
+		return "#### " + res, ""
+	}
+	return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%s * %s\"}}\n</tool_call>", a, b), ""
+}
+
+// demos plays the oracle through the driver: trajectories with the model's exact chat template.
+func demos(t testing.TB, tok *tokenizer.Tokenizer, e *env.Environment, tasks []env.Task, cond rollout.Condenser) []*rollout.Trajectory {
+	t.Helper()
+	eos := int32(tok.EOSIDs()[0])
+	g := &rollout.Scripted{Tok: tok, Policy: calcMultOracle, EOS: eos}
+	d, err := rollout.NewDriver(g, tok, rollout.DriverConfig{Condenser: cond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []rollout.Episode
+	for i, task := range tasks {
+		eps = append(eps, rollout.Episode{Env: e.New(), Task: task, Group: i})
+	}
+	trajs, _, err := d.Run(context.Background(), eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trajs {
+		if tr.Reward < 1 {
+			t.Fatalf("oracle trajectory %d scored %v (%s): %+v", tr.Index, tr.Reward, tr.End, tr.Score.Metrics)
+		}
+	}
+	return trajs
+}

@@ -1,0 +1,158 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Models are the networks of a run.
+type Models struct {
+	// Policy generates (through the Generator, on the same weights) and trains; its weights are
+	// updated in place and must be trainable.
+	Policy *model.Model
+	// Reference is the frozen model of the KL term; required only when Loss.KLCoef > 0.
+	Reference *model.Model
+	// Critic is the value model; required only for the gae estimator.
+	Critic *Critic
+}
+
+// TaskSource yields the tasks of each step; it owns the data position (which a checkpoint saves).
+type TaskSource interface {
+	// Next returns the next n tasks.
+	Next(n int) ([]env.Task, error)
+}
+
+// Trainer runs training steps. Everything it does runs on the torch thread (inside torch.Run):
+// rollouts through the Generator, scoring passes, the update. Environments, tools and rewards run
+// on the driver's worker goroutines.
+type Trainer struct {
+	cfg    Config
+	ms     Models
+	gen    rollout.Generator
+	tok    *tokenizer.Tokenizer
+	envs   *env.Environment
+	opt    *torch.AdamW
+	params []*torch.Tensor
+	// iter counts Step calls, updates optimizer steps taken, skipped steps skipped for a
+	// non-finite gradient norm, sftSteps SFT calls.
+	iter, updates, skipped, sftSteps int
+}
+
+// New checks the configuration against the models and makes a trainer. gen must generate with
+// ms.Policy's weights (a rollout.Engine over a rollout.ModelBackend of the policy): there is no
+// weight copy between the sampler and the trainer. Call on the torch thread.
+func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment, cfg Config) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("grpo: config: %w", err)
+	}
+	switch {
+	case ms.Policy == nil || gen == nil || tok == nil || envs == nil:
+		return nil, fmt.Errorf("grpo: a trainer needs a policy, a generator, a tokenizer and an environment")
+	case cfg.needsRef() && ms.Reference == nil:
+		return nil, fmt.Errorf("grpo: a KL term (loss.kl_coef %v, reward.kl_coef %v) needs a reference model",
+			cfg.Loss.KLCoef, cfg.Reward.KLCoef)
+	case cfg.Advantage.Estimator == EstGAE && ms.Critic == nil:
+		return nil, fmt.Errorf("grpo: the gae estimator needs a critic")
+	}
+	t := &Trainer{cfg: cfg, ms: ms, gen: gen, tok: tok, envs: envs}
+	ms.Policy.SetTrainable(true)
+	t.params = ms.Policy.ParameterTensors()
+	var err error
+	if t.opt, err = newAdamW(ms.Policy.Parameters(), cfg.Optim.LR, cfg.Optim); err != nil {
+		return nil, fmt.Errorf("grpo: optimizer: %w", err)
+	}
+	if ms.Critic != nil {
+		if err := ms.Critic.start(cfg.Critic, cfg.Optim); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// newAdamW makes an optimizer over params (mixed precision: float32 master weights for bf16/f16
+// ones), exempting biases and normalisation weights from weight decay, as Hugging Face's Trainer
+// does.
+func newAdamW(params []torch.NamedTensor, lr float64, o OptimConfig) (*torch.AdamW, error) {
+	opt, err := torch.NewAdamW(params, torch.AdamWConfig{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2,
+		Eps: o.Eps, WeightDecay: o.WeightDecay})
+	if err != nil {
+		return nil, err
+	}
+	var exempt []string
+	for _, p := range params {
+		if strings.HasSuffix(p.Name, ".bias") || strings.HasSuffix(p.Name, "norm.weight") {
+			exempt = append(exempt, p.Name)
+		}
+	}
+	return opt, opt.NoDecayNames(exempt...)
+}
+
+// Close frees the optimizer state (the models belong to the caller).
+func (t *Trainer) Close() { t.opt.Close() }
+
+// Step runs one training iteration: rollout → rewards → advantages → (old / reference / value
+// scoring) → loss and backward per micro-batch → clip → AdamW, once per mini-batch and epoch. It
+// returns the step's metrics under the names verl and TRL use, and the trajectories it trained on
+// (failed ones, with Err set, were left out of training).
+func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout.Trajectory, error) {
+	m := Metrics{}
+	start := time.Now()
+	trajs, err := timed(m, "gen", func() ([]*rollout.Trajectory, error) { return t.rollout(ctx, src, m) })
+	if err != nil {
+		return nil, nil, err
+	}
+	samples := samplesOf(trajs)
+	if len(samples) == 0 {
+		return nil, trajs, fmt.Errorf("grpo: step %d: no trainable turn in %d trajectories", t.iter, len(trajs))
+	}
+	if err := t.score(samples, m); err != nil {
+		return nil, trajs, err
+	}
+	if _, err := timed(m, "adv", func() (struct{}, error) { return struct{}{}, t.credit(trajs, samples, m) }); err != nil {
+		return nil, trajs, err
+	}
+	if err := t.train(samples, m); err != nil {
+		return nil, trajs, err
+	}
+	t.iter++
+	m.rolloutStats(trajs)
+	m["timing_s/step"] = time.Since(start).Seconds()
+	m.throughput(samples)
+	m.phaseShare()
+	return m, trajs, nil
+}
+
+// train updates the critic (PPO) and then the actor, unless the critic is still warming up.
+func (t *Trainer) train(samples []*sample, m Metrics) error {
+	if t.ms.Critic != nil && t.cfg.Advantage.Estimator == EstGAE {
+		if _, err := timed(m, "update_critic", func() (struct{}, error) { return struct{}{}, t.updateCritic(samples, m) }); err != nil {
+			return err
+		}
+		if t.iter < t.cfg.Critic.Warmup {
+			return nil
+		}
+	}
+	_, err := timed(m, "update_actor", func() (struct{}, error) { return struct{}{}, t.update(samples, m) })
+	return err
+}
+
+// stepRNG is the generator of one purpose in the current iteration: a run is reproducible from
+// Config.Seed and the iteration number alone (which resume relies on).
+func (t *Trainer) stepRNG(purpose uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(t.cfg.Seed^0x6772706f, uint64(t.iter)<<8|purpose))
+}
+
+// Steps is the number of Step calls so far; Updates the optimizer steps taken and Skipped those
+// skipped for a non-finite gradient norm.
+func (t *Trainer) Steps() int   { return t.iter }
+func (t *Trainer) Updates() int { return t.updates }
+func (t *Trainer) Skipped() int { return t.skipped }

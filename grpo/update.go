@@ -1,0 +1,88 @@
+package grpo
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// update trains the policy on the step's samples: Epochs passes, each split into MiniBatches
+// optimizer steps (by trajectory, shuffled), each accumulated over micro-batches of at most
+// MicroTokens tokens. Aggregation weights are computed per mini-batch over all its tokens, so the
+// micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
+// leaves weights and optimizer state untouched.
+func (t *Trainer) update(samples []*sample, m Metrics) error {
+	u := t.cfg.Update
+	acc := newStatAcc()
+	defer acc.close()
+	for epoch := 0; epoch < u.Epochs; epoch++ {
+		for _, mb := range miniBatches(samples, u.MiniBatches, t.stepRNG(uint64(epoch+1))) {
+			if err := t.setWeights(mb); err != nil {
+				return err
+			}
+			for _, micro := range pack(mb, u.MicroTokens) {
+				if err := t.microStep(micro, epoch == 0, acc); err != nil {
+					return err
+				}
+			}
+			t.optimizerStep(m)
+			acc.updates++
+		}
+	}
+	acc.report(m)
+	return nil
+}
+
+// optimizerStep clips the gradients, sets the scheduled learning rate and steps AdamW unless the
+// gradient norm is not finite; then the gradients are dropped either way.
+func (t *Trainer) optimizerStep(m Metrics) {
+	o := t.cfg.Optim
+	maxNorm := o.MaxGradNorm
+	if maxNorm == 0 {
+		maxNorm = math.Inf(1)
+	}
+	norm := torch.ClipGradNorm(t.params, maxNorm)
+	m["actor/grad_norm"] = norm // the last mini-batch's, as verl logs it
+	lr := LR(o.LR, t.updates+t.skipped, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio)
+	m["actor/lr"] = lr
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		t.opt.Skip() // drops the gradients; weights, masters and moments untouched
+		t.skipped++
+		m["actor/skipped_steps"]++
+		return
+	}
+	t.opt.Config.LR = lr
+	t.opt.Step()
+	t.opt.ZeroGrad()
+	t.updates++
+}
+
+// microStep runs the training forward pass of one micro-batch, builds its loss and backpropagates
+// it (gradients accumulate across micro-batches). first marks the batch's first epoch, where the
+// trainer's log-probs are compared with the sampler's.
+func (t *Trainer) microStep(micro []*sample, first bool, acc *statAcc) error {
+	b, err := batchOf(micro)
+	if err != nil {
+		return err
+	}
+	return torch.Do(func() error {
+		s := torch.NewScope()
+		defer s.Close()
+		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Temperature: t.temperature(), Entropy: true,
+			Checkpoint: t.cfg.Update.Checkpoint})
+		if err != nil {
+			return fmt.Errorf("grpo: training pass: %w", err)
+		}
+		loss, stats, err := Loss(t.cfg.Loss, t.lossInputs(b, micro, p.Output, first))
+		if err != nil {
+			return fmt.Errorf("grpo: loss: %w", err)
+		}
+		if err := p.Backward(loss); err != nil {
+			return fmt.Errorf("grpo: backward: %w", err)
+		}
+		acc.add(stats)
+		return nil
+	})
+}
