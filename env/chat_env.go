@@ -111,7 +111,7 @@ func (e *ChatEnv) answerIn(result string) bool {
 }
 
 // MultiTurn implements Env.
-func (e *ChatEnv) MultiTurn() bool { return e.maxTurns() > 1 }
+func (e *ChatEnv) MultiTurn() bool { return IsMultiTurn(e.Tools.Len(), e.maxTurns()) }
 
 // Rubric implements Env.
 func (e *ChatEnv) Rubric() *Rubric { return e.RubricFor(e.task) }

@@ -58,7 +58,10 @@ func openData(cfg Config, sh *shared) (*Environment, error) {
 	if ts.Len() > 0 {
 		turns, system = 4, toolSystemPrompt(strings.Join(cfg.Tools, " and "), "give your final answer.")
 	}
-	env := chatEnvironment(cfg, "", ChatEnv{System: system, Tools: ts, MaxTurns: turns, RubricFor: pick})
+	env, err := chatEnvironment(cfg, "", ChatEnv{System: system, Tools: ts, MaxTurns: turns, RubricFor: pick})
+	if err != nil {
+		return nil, err
+	}
 	env.Generate = func(int, int64) ([]data.Row, error) {
 		return nil, fmt.Errorf("the data environment has no generator: it reads your rows")
 	}

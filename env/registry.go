@@ -41,6 +41,11 @@ type Config struct {
 	// 20s); when it runs out the running call is cancelled and the rest are answered with a
 	// timeout message.
 	ToolTime time.Duration
+	// ExtraTools are tools from outside the binary (an MCP server's, see package env/mcp),
+	// offered in every episode after the environment's own tools. A question-answering
+	// environment that gains tools becomes multi-turn (IsMultiTurn): its turn limit is
+	// MaxTurns, or DefaultToolTurns when it had one turn. Game environments take none.
+	ExtraTools []Tool
 }
 
 // toolLimits are the per-message limits Config sets.
@@ -59,6 +64,10 @@ type Environment struct {
 	New func() Env
 	// Generate makes n tasks from a seed ("no generator" error for the data environment).
 	Generate func(n int, seed int64) ([]data.Row, error)
+	// MaxConcurrent is the most episodes that may be open (between Reset and Close) at once: an
+	// environment server's session limit. 0 means no limit. The rollout driver admits episodes
+	// up to it (rollout.DriverConfig.MaxOpenEpisodes).
+	MaxConcurrent int
 }
 
 type entry struct {
@@ -175,8 +184,21 @@ func generatorFor(cfg Config, name string) func(int, int64) ([]data.Row, error) 
 	return func(n int, seed int64) ([]data.Row, error) { return g(n, seed), nil }
 }
 
-// chatEnvironment wraps a ChatEnv template into an Environment.
-func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) *Environment {
+// chatEnvironment wraps a ChatEnv template into an Environment, adding cfg.ExtraTools.
+func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) (*Environment, error) {
+	if len(cfg.ExtraTools) > 0 {
+		ts, err := NewToolset(append(tmpl.Tools.list(), cfg.ExtraTools...)...)
+		if err != nil {
+			return nil, err
+		}
+		if tmpl.Tools.Len() == 0 {
+			tmpl.MaxTurns = max(tmpl.MaxTurns, DefaultToolTurns)
+			if tmpl.System == "" {
+				tmpl.System = toolSystemPrompt(toolNames(cfg.ExtraTools), "give your final answer.")
+			}
+		}
+		tmpl.Tools = ts
+	}
 	if cfg.MaxTurns > 0 {
 		tmpl.MaxTurns = cfg.MaxTurns
 	}
@@ -186,7 +208,7 @@ func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) *Environment {
 	base := tmpl.RubricFor
 	tmpl.RubricFor = func(t Task) *Rubric { return withContext(cfg, base(t)) }
 	env := &Environment{
-		MultiTurn: tmpl.MaxTurns > 1,
+		MultiTurn: IsMultiTurn(tmpl.Tools.Len(), tmpl.MaxTurns),
 		New: func() Env {
 			e := tmpl
 			return &e
@@ -195,7 +217,7 @@ func chatEnvironment(cfg Config, gen string, tmpl ChatEnv) *Environment {
 	if gen != "" {
 		env.Generate = generatorFor(cfg, gen)
 	}
-	return env
+	return env, nil
 }
 
 func fixed(r func() *Rubric) func(Task) *Rubric { return func(Task) *Rubric { return r() } }
@@ -203,7 +225,7 @@ func fixed(r func() *Rubric) func(Task) *Rubric { return func(Task) *Rubric { re
 const mathFinish = `give the final answer after "####", for example "#### 42".`
 
 func openGSM8K(cfg Config, _ *shared) (*Environment, error) {
-	return chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)}), nil
+	return chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)})
 }
 
 func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
@@ -212,12 +234,12 @@ func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
 		return nil, err
 	}
 	ts, _ := NewToolset(py)
-	return chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)}), nil
+	return chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)})
 }
 
 func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
-	return chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)}), nil
+	return chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)})
 }
 
 func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
@@ -226,7 +248,7 @@ func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
 		return nil, err
 	}
 	ts, _ := NewToolset(st)
-	return chatEnvironment(cfg, "wiki_qa", ChatEnv{System: WikiQAInstruction, Tools: ts, MaxTurns: 4, RubricFor: fixed(QARubric)}), nil
+	return chatEnvironment(cfg, "wiki_qa", ChatEnv{System: WikiQAInstruction, Tools: ts, MaxTurns: 4, RubricFor: fixed(QARubric)})
 }
 
 func searchTool(cfg Config) (*SearchTool, error) {
@@ -241,16 +263,42 @@ func searchTool(cfg Config) (*SearchTool, error) {
 }
 
 func openCountdown(cfg Config, _ *shared) (*Environment, error) {
-	return chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)}), nil
+	return chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)})
+}
+
+// errGameTools refuses extra tools for a game: its moves are the assistant's messages.
+func errGameTools(cfg Config) error {
+	if len(cfg.ExtraTools) > 0 {
+		return fmt.Errorf("a game takes no tools (got %s)", toolNames(cfg.ExtraTools))
+	}
+	return nil
+}
+
+// toolNames joins the tools' names for a prompt or a message: "a", "a and b", "a, b and c".
+func toolNames(tools []Tool) string {
+	n := make([]string, len(tools))
+	for i, t := range tools {
+		n[i] = t.Name()
+	}
+	if len(n) < 2 {
+		return strings.Join(n, "")
+	}
+	return strings.Join(n[:len(n)-1], ", ") + " and " + n[len(n)-1]
 }
 
 func openFrozenLake(cfg Config, _ *shared) (*Environment, error) {
+	if err := errGameTools(cfg); err != nil {
+		return nil, err
+	}
 	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "frozenlake"), New: func() Env {
 		return &gameRubric{Env: &FrozenLake{MaxTurns: cfg.MaxTurns}, cfg: cfg}
 	}}, nil
 }
 
 func openGuess(cfg Config, _ *shared) (*Environment, error) {
+	if err := errGameTools(cfg); err != nil {
+		return nil, err
+	}
 	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "guess_number"), New: func() Env {
 		return &gameRubric{Env: &GuessNumber{MaxTurns: cfg.MaxTurns}, cfg: cfg}
 	}}, nil

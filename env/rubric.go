@@ -1,6 +1,7 @@
 package env
 
 import (
+	"context"
 	"fmt"
 	"sort"
 )
@@ -37,6 +38,9 @@ const (
 type Rubric struct {
 	Funcs []RewardFunc
 	Turn  []TurnRewardFunc
+	// External are rewards computed outside the process (commands, HTTP endpoints); they are
+	// summed and gated like Funcs, and only they can make Score fail on a trajectory.
+	External []ExternalFunc
 	// Context is one of ContextOff ("" means off), ContextInverse, ContextScaled.
 	Context string
 	// Budget is the numerator of ContextScaled, in tokens (e.g. the context budget).
@@ -57,11 +61,18 @@ type Score struct {
 	Metrics map[string]float64
 }
 
-// Score evaluates the rubric. It fails only on a bad configuration (unknown rule, a length rule
-// without token counts), never on the trajectory's content.
-func (r *Rubric) Score(t *Trajectory) (Score, error) {
+// Score evaluates the rubric with no deadline but the external functions' own; see ScoreContext.
+func (r *Rubric) Score(t *Trajectory) (Score, error) { return r.ScoreContext(context.Background(), t) }
+
+// ScoreContext evaluates the rubric. It fails on a bad configuration (unknown rule, a length
+// rule without token counts) or when an external function fails, never on the trajectory's
+// content. ctx bounds the external functions.
+func (r *Rubric) ScoreContext(ctx context.Context, t *Trajectory) (Score, error) {
 	s := Score{Metrics: map[string]float64{}}
-	sum, gates := 0.0, true
+	sum, gates, extTurns, err := r.scoreExternal(ctx, t, &s)
+	if err != nil {
+		return Score{}, err
+	}
 	for _, f := range r.Funcs {
 		v := f.Fn(t)
 		s.Metrics["reward/"+f.Name] = v
@@ -94,11 +105,11 @@ func (r *Rubric) Score(t *Trajectory) (Score, error) {
 		return Score{}, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", r.Context)
 	}
 	s.Metrics["reward/total"] = s.Reward
-	r.scoreTurns(t, &s)
+	r.scoreTurns(t, &s, extTurns)
 	return s, nil
 }
 
-func (r *Rubric) scoreTurns(t *Trajectory, s *Score) {
+func (r *Rubric) scoreTurns(t *Trajectory, s *Score, ext [][]float64) {
 	s.TurnRewards = make([]float64, len(t.Turns))
 	means := make(map[string]float64, len(r.Turn))
 	for i := range t.Turns {
@@ -111,6 +122,7 @@ func (r *Rubric) scoreTurns(t *Trajectory, s *Score) {
 	for _, f := range r.Turn {
 		s.Metrics["turn_reward/"+f.Name] = means[f.Name]
 	}
+	r.addExternalTurns(ext, s)
 	last := len(t.Turns) - 1
 	for i, tu := range t.Turns {
 		if tu.Result.Info.ToolCalls > 0 {
@@ -123,10 +135,14 @@ func (r *Rubric) scoreTurns(t *Trajectory, s *Score) {
 	}
 }
 
-// Names lists the rubric's function names (trajectory then turn), sorted within each group.
+// Names lists the rubric's function names (trajectory and external, then turn), sorted within
+// each group.
 func (r *Rubric) Names() []string {
 	var a, b []string
 	for _, f := range r.Funcs {
+		a = append(a, f.Name)
+	}
+	for _, f := range r.External {
 		a = append(a, f.Name)
 	}
 	for _, f := range r.Turn {

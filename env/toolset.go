@@ -89,6 +89,14 @@ func (ts *Toolset) Specs() []ToolSpec {
 	return specs
 }
 
+// list is the tools in order (nil for a nil Toolset).
+func (ts *Toolset) list() []Tool {
+	if ts == nil {
+		return nil
+	}
+	return ts.tools
+}
+
 // Len is the number of tools.
 func (ts *Toolset) Len() int {
 	if ts == nil {

@@ -51,6 +51,11 @@ type DriverConfig struct {
 	MaskTruncated bool
 	// Workers bounds the environment, tool, condenser and reward calls running at once (0: 32).
 	Workers int
+	// MaxOpenEpisodes bounds the episodes open (between Reset and Close) at once: set it to
+	// env.Environment.MaxConcurrent for an environment server with a session limit. Episodes
+	// beyond it wait for one to finish; the first turns of those admitted at the start share
+	// their prefill as usual, later ones are submitted alone. 0: all at once.
+	MaxOpenEpisodes int
 	// Seed seeds the per-request sampling seeds.
 	Seed uint64
 	// Debug, when set, receives one line per turn and the batch profile after each Run.
@@ -79,9 +84,9 @@ func NewDriver(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (*Driv
 	if err := cfg.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout: driver: %w", err)
 	}
-	if cfg.MaxTurns < 0 || cfg.MaxContextTokens < 0 || cfg.Workers < 0 {
-		return nil, fmt.Errorf("rollout: driver: max_turns %d, max_context_tokens %d, workers %d must be >= 0",
-			cfg.MaxTurns, cfg.MaxContextTokens, cfg.Workers)
+	if cfg.MaxTurns < 0 || cfg.MaxContextTokens < 0 || cfg.Workers < 0 || cfg.MaxOpenEpisodes < 0 {
+		return nil, fmt.Errorf("rollout: driver: max_turns %d, max_context_tokens %d, workers %d, max_open_episodes %d must be >= 0",
+			cfg.MaxTurns, cfg.MaxContextTokens, cfg.Workers, cfg.MaxOpenEpisodes)
 	}
 	if cfg.Condenser == nil {
 		cfg.Condenser = Full{}
@@ -107,12 +112,10 @@ func (d *Driver) Run(ctx context.Context, eps []Episode) ([]*Trajectory, *BatchP
 		if in.Env == nil {
 			return nil, nil, fmt.Errorf("rollout: episode %d has no Env", i)
 		}
-		ep := &episode{r: r, idx: i, in: in, started: time.Now(),
-			traj: &Trajectory{Index: i, Group: in.Group, Task: in.Task}}
-		r.eps = append(r.eps, ep)
-		ep.reset()
+		r.eps = append(r.eps, &episode{r: r, idx: i, in: in, traj: &Trajectory{Index: i, Group: in.Group, Task: in.Task}})
 	}
 	r.left = len(eps)
+	r.admit()
 	if err := r.loop(); err != nil {
 		r.abort()
 		return nil, nil, err
@@ -146,7 +149,21 @@ type run struct {
 	err     error
 	start   time.Time
 	stats0  Stats
-	blocked time.Duration // time the driver waited on workers with nothing to generate
+	// admitted counts the episodes started so far (they start in input order); open those not
+	// yet finished. MaxOpenEpisodes bounds open.
+	admitted, open int
+	blocked        time.Duration // time the driver waited on workers with nothing to generate
+}
+
+// admit starts waiting episodes while fewer than MaxOpenEpisodes are open.
+func (r *run) admit() {
+	for r.admitted < len(r.eps) && (r.d.cfg.MaxOpenEpisodes == 0 || r.open < r.d.cfg.MaxOpenEpisodes) {
+		ep := r.eps[r.admitted]
+		r.admitted++
+		r.open++
+		ep.admitted, ep.started = true, time.Now()
+		ep.reset()
+	}
 }
 
 // work runs fn on a worker goroutine; the continuation it returns runs on the driving goroutine.
@@ -230,7 +247,7 @@ func (r *run) abort() {
 		r.inflight--
 	}
 	for _, ep := range r.eps {
-		ep.in.Env.Close()
+		ep.in.Env.Close() // Close is idempotent, and harmless on an Env never reset
 	}
 }
 
@@ -266,7 +283,7 @@ func (r *run) flushFirstTurns() {
 		return
 	}
 	for _, ep := range r.eps {
-		if ep.phase == phaseReset || ep.phase == phaseCondense && ep.actions == 0 && ep.traj.Turns == nil {
+		if ep.admitted && (ep.phase == phaseReset || ep.phase == phaseCondense && ep.actions == 0 && ep.traj.Turns == nil) {
 			return
 		}
 	}

@@ -60,6 +60,9 @@ type episode struct {
 	actions int   // action turns completed
 	turns   []env.Turn
 	started time.Time
+	// admitted is set when the episode starts (run.admit): an episode waiting for a slot under
+	// MaxOpenEpisodes does not hold back the shared first turns.
+	admitted bool
 }
 
 // to moves the episode to phase p, refusing transitions the machine does not have.
@@ -244,13 +247,13 @@ func (ep *episode) fail(err error) { ep.end(EndError, fmt.Errorf("episode %d: %w
 func (ep *episode) end(why string, err error) {
 	ep.to(phaseScore)
 	ep.traj.End, ep.traj.Err = why, err
-	e, traj := ep.in.Env, &env.Trajectory{Task: ep.in.Task, Start: ep.start, Turns: ep.turns}
+	ctx, e, traj := ep.r.ctx, ep.in.Env, &env.Trajectory{Task: ep.in.Task, Start: ep.start, Turns: ep.turns}
 	ep.r.work(func() func() {
 		t0 := time.Now()
 		var score env.Score
 		var serr error
 		if err == nil {
-			serr = guard("reward", func() (err error) { score, err = e.Rubric().Score(traj); return err })
+			serr = guard("reward", func() (err error) { score, err = e.Rubric().ScoreContext(ctx, traj); return err })
 		}
 		_ = guard("env close", e.Close)
 		dur := time.Since(t0)
@@ -285,6 +288,8 @@ func (ep *episode) finish(score env.Score) {
 	}
 	tr.Profile.Wall = time.Since(ep.started)
 	ep.r.left--
+	ep.r.open--
+	ep.r.admit()
 }
 
 func (ep *episode) debugTurn(t *Turn) {
