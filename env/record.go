@@ -10,8 +10,8 @@ package env
 // range [start, end) of turn i in Messages, its assistant message first; Turns[i].Text is what
 // the model wrote, markup included.
 //
-// The rollout fills Episode, Group and End; Reward, TurnRewards and Metrics are empty in what a
-// reward function receives and filled in the run directory's samples.
+// Reward, TurnRewards and Metrics are empty in what a reward function receives and filled in the
+// run directory's samples.
 type TrajectoryRecord struct {
 	TaskID      string         `json:"task_id"`
 	Episode     int            `json:"episode"`
@@ -47,10 +47,10 @@ type TurnRecord struct {
 	Info          TurnInfo `json:"info"`
 }
 
-// NewTrajectoryRecord builds the record of t. Episode, Group and End are left for the caller.
+// NewTrajectoryRecord builds the record of t.
 func NewTrajectoryRecord(t *Trajectory) TrajectoryRecord {
 	r := TrajectoryRecord{
-		TaskID: t.Task.ID, DataSource: t.Task.DataSource, Ability: t.Task.Ability,
+		Episode: t.Episode, Group: t.Group, End: t.End, TaskID: t.Task.ID, DataSource: t.Task.DataSource, Ability: t.Task.Ability,
 		GroundTruth: t.Task.GroundTruth, ExtraInfo: t.Task.Extra, Tools: t.Start.Tools,
 		Messages: append([]Message{}, t.Start.Messages...), Turns: []TurnRecord{},
 	}

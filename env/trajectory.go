@@ -6,6 +6,10 @@ type Trajectory struct {
 	Task  Task
 	Start Start
 	Turns []Turn
+	// Episode is the episode's index in its rollout batch and Group its GRPO group; End says why
+	// it stopped (the rollout's End* values). They name the trajectory in logs and records.
+	Episode, Group int
+	End            string
 }
 
 // Turn is one (context, output) pair of a trajectory.

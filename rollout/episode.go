@@ -247,7 +247,8 @@ func (ep *episode) fail(err error) { ep.end(EndError, fmt.Errorf("episode %d: %w
 func (ep *episode) end(why string, err error) {
 	ep.to(phaseScore)
 	ep.traj.End, ep.traj.Err = why, err
-	ctx, e, traj := ep.r.ctx, ep.in.Env, &env.Trajectory{Task: ep.in.Task, Start: ep.start, Turns: ep.turns}
+	ctx, e, traj := ep.r.ctx, ep.in.Env, &env.Trajectory{Task: ep.in.Task, Start: ep.start, Turns: ep.turns,
+		Episode: ep.idx, Group: ep.in.Group, End: why}
 	ep.r.work(func() func() {
 		t0 := time.Now()
 		var score env.Score
