@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/andybalholm/brotli v1.1.1
+	github.com/coder/websocket v1.8.15
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/klauspost/compress v1.17.9
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -1,0 +1,298 @@
+package openenv
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/env"
+)
+
+// startServer runs testdata/server.py with flags and returns its base URL; it is killed when the
+// test ends.
+func startServer(t *testing.T, flags ...string) string {
+	t.Helper()
+	cmd := exec.Command("python3", append([]string{"testdata/server.py"}, flags...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		u, ok := strings.CutPrefix(strings.TrimSpace(l), "url ")
+		if !ok {
+			t.Fatalf("server printed %q", l)
+		}
+		return u
+	case <-time.After(20 * time.Second):
+		t.Fatal("the test server did not start")
+	}
+	return ""
+}
+
+func open(t *testing.T, cfg Config) *env.Environment {
+	t.Helper()
+	e, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// words mirrors the server's list: seed s picks words[s % 5].
+var words = []string{"apple", "river", "stone", "cloud", "maple"}
+
+func task(id string, seed int64) env.Task { return env.Task{ID: id, Seed: seed} }
+
+// play runs one episode: a wrong guess, then the word. It returns the trajectory and score.
+func play(t *testing.T, e env.Env, tk env.Task) (*env.Trajectory, env.Score) {
+	t.Helper()
+	ctx := context.Background()
+	start, err := e.Reset(ctx, tk)
+	if err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	traj := &env.Trajectory{Task: tk, Start: start}
+	for _, guess := range []string{"<think>hmm, maybe it is " + words[tk.Seed%5] + "</think>banana", "It is " + strings.ToUpper(words[tk.Seed%5])} {
+		res, err := e.Step(ctx, guess)
+		if err != nil {
+			t.Fatalf("step: %v", err)
+		}
+		traj.Turns = append(traj.Turns, env.Turn{Assistant: guess, Result: res})
+		if res.Done {
+			break
+		}
+	}
+	s, err := e.Rubric().Score(traj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	return traj, s
+}
+
+// checkEpisode: the reset observation opens the conversation, the wrong guess (the reasoning
+// that names the word is not sent) gets the hint with reward 0, the right one ends the episode
+// with reward 1.
+func checkEpisode(t *testing.T, traj *env.Trajectory, s env.Score) {
+	t.Helper()
+	w := words[traj.Task.Seed%5]
+	msgs := traj.Start.Messages
+	if len(msgs) != 2 || msgs[0].Role != env.RoleSystem || msgs[1].Content != "Guess the secret word. It has 5 letters." {
+		t.Fatalf("start %+v", msgs)
+	}
+	if len(traj.Turns) != 2 {
+		t.Fatalf("%d turns", len(traj.Turns))
+	}
+	t0, t1 := traj.Turns[0].Result, traj.Turns[1].Result
+	if t0.Done || t0.Info.Reward != 0 || len(t0.Messages) != 1 || t0.Messages[0].Content != "No. It starts with '"+w[:1]+"'." ||
+		t0.Messages[0].Role != env.RoleUser || t0.Assistant.Content != "banana" {
+		t.Errorf("turn 0 %+v", t0)
+	}
+	if !t1.Done || t1.Info.Reward != 1 || !t1.Info.Final || len(t1.Messages) != 0 {
+		t.Errorf("turn 1 %+v", t1)
+	}
+	if s.Reward != 1 || len(s.TurnRewards) != 2 || s.TurnRewards[0] != 0 || s.TurnRewards[1] != 1 {
+		t.Errorf("score %+v", s)
+	}
+}
+
+// Four episodes at once over WebSocket sessions on one server, each with its own environment.
+func TestWebSocketSessions(t *testing.T) {
+	e := open(t, Config{URLs: []string{startServer(t)}, MaxSessions: 4, System: "Play."})
+	if e.MaxConcurrent != 4 || !e.MultiTurn {
+		t.Errorf("MaxConcurrent %d, MultiTurn %v", e.MaxConcurrent, e.MultiTurn)
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			traj, s := play(t, e.New(), task("w", int64(i)))
+			checkEpisode(t, traj, s)
+		}()
+	}
+	wg.Wait()
+}
+
+// The http transport: one episode per URL at a time over a pool of two servers; a third episode
+// waits for a slot, and gives up after SlotWait with an error saying what to do.
+func TestHTTPPool(t *testing.T) {
+	e := open(t, Config{URLs: []string{startServer(t), startServer(t)}, Transport: HTTP, System: "Play.",
+		SlotWait: 300 * time.Millisecond})
+	if e.MaxConcurrent != 2 {
+		t.Errorf("MaxConcurrent %d", e.MaxConcurrent)
+	}
+	a, b := e.New(), e.New()
+	ctx := context.Background()
+	if _, err := a.Reset(ctx, task("a", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reset(ctx, task("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.New().Reset(ctx, task("c", 2))
+	if err == nil || !strings.Contains(err.Error(), "all 2 sessions stayed busy for 300ms") {
+		t.Errorf("third episode: %v", err)
+	}
+	a.Close()
+	b.Close()
+	for i := range 3 {
+		traj, s := play(t, e.New(), task("p", int64(i)))
+		checkEpisode(t, traj, s)
+	}
+}
+
+// A server at capacity (one session) refuses the second session; its reset is retried until the
+// first episode closes.
+func TestCapacityRetry(t *testing.T) {
+	e := open(t, Config{URLs: []string{startServer(t, "--max-sessions", "1")}, MaxSessions: 2, System: "Play."})
+	first := e.New()
+	if _, err := first.Reset(context.Background(), task("1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		first.Close()
+	}()
+	traj, s := play(t, e.New(), task("2", 3))
+	checkEpisode(t, traj, s)
+	// Without retries the refusal is the error.
+	e = open(t, Config{URLs: []string{startServer(t, "--max-sessions", "1")}, MaxSessions: 2, Retries: -1})
+	first = e.New()
+	first.Reset(context.Background(), task("1", 0))
+	defer first.Close()
+	_, err := e.New().Reset(context.Background(), task("2", 0))
+	if err == nil || !strings.Contains(err.Error(), "Server at capacity (code CAPACITY_REACHED)") {
+		t.Errorf("at capacity: %v", err)
+	}
+}
+
+// Misbehaving servers: every failure is an error naming the task, the step and the server,
+// returned within the request timeout; failed resets are retried.
+func TestMisbehavingServers(t *testing.T) {
+	for _, tr := range []Transport{WebSocket, HTTP} {
+		for _, c := range []struct {
+			flag, want string
+		}{
+			{"--slow-step=5", "no answer within 500ms"},
+			{"--fail-steps", "step failed"},
+			{"--malformed-step", "malformed"},
+			{"--drop-step", ""},
+		} {
+			url := startServer(t, c.flag)
+			e := open(t, Config{URLs: []string{url}, Transport: tr, RequestTimeout: 500 * time.Millisecond})
+			ep := e.New()
+			if _, err := ep.Reset(context.Background(), task("m", 1)); err != nil {
+				t.Fatalf("%s %s reset: %v", tr, c.flag, err)
+			}
+			t0 := time.Now()
+			_, err := ep.Step(context.Background(), "river")
+			if err == nil || !strings.Contains(err.Error(), "openenv: task m: step 1 at "+url) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %s: %v", tr, c.flag, err)
+			}
+			if d := time.Since(t0); d > 3*time.Second {
+				t.Errorf("%s %s: the step took %v", tr, c.flag, d)
+			}
+			if _, err := ep.Step(context.Background(), "river"); err == nil {
+				t.Errorf("%s %s: a step after a failed one went through", tr, c.flag)
+			}
+			ep.Close()
+		}
+		// Two failed resets, then success: retried.
+		e := open(t, Config{URLs: []string{startServer(t, "--fail-resets", "2")}, Transport: tr, System: "Play."})
+		traj, s := play(t, e.New(), task("r", 4))
+		checkEpisode(t, traj, s)
+		e = open(t, Config{URLs: []string{startServer(t, "--fail-resets", "9")}, Transport: tr, Retries: 1})
+		_, err := e.New().Reset(context.Background(), task("r", 0))
+		if err == nil || !strings.Contains(err.Error(), "reset failed") || !strings.Contains(err.Error(), "(after 2 tries)") {
+			t.Errorf("%s: resets failing: %v", tr, err)
+		}
+	}
+	// Nobody there: a clear error after the retries.
+	e := open(t, Config{URLs: []string{"http://127.0.0.1:1"}, Retries: 1})
+	_, err := e.New().Reset(context.Background(), task("x", 0))
+	if err == nil || !strings.Contains(err.Error(), "connecting to ws://127.0.0.1:1/ws") {
+		t.Errorf("no server: %v", err)
+	}
+}
+
+// The server ends nothing: MaxTurns does, as truncated.
+func TestMaxTurns(t *testing.T) {
+	e := open(t, Config{URLs: []string{startServer(t)}, MaxTurns: 2, Reward: Sum})
+	ep := e.New()
+	defer ep.Close()
+	ctx := context.Background()
+	ep.Reset(ctx, task("t", 0))
+	r1, err1 := ep.Step(ctx, "no")
+	r2, err2 := ep.Step(ctx, "no")
+	if err1 != nil || err2 != nil || r1.Done || !r2.Done || !r2.Info.Truncated || r2.Info.Final {
+		t.Errorf("%+v %v / %+v %v", r1, err1, r2, err2)
+	}
+}
+
+func TestObservationText(t *testing.T) {
+	obs := func(s string) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		obs, field, want string
+	}{
+		{`{"prompt": "hi", "turn": 3}`, "", "hi"},
+		{`{"prompt": "hi", "turn": 3}`, "turn", "3"},
+		{`{"stdout": "1", "stderr": "", "exit_code": 0}`, "", `{"exit_code":0,"stderr":"","stdout":"1"}`},
+		{`{"messages": [{"content": "x"}]}`, "messages", `[{"content": "x"}]`},
+		{`{}`, "", ""},
+	} {
+		got, err := observationText(obs(c.obs), c.field)
+		if err != nil || got != c.want {
+			t.Errorf("%s field %q: %q, %v; want %q", c.obs, c.field, got, err, c.want)
+		}
+	}
+	if _, err := observationText(obs(`{"b": 1, "a": 2}`), "prompt"); err == nil || err.Error() != `the observation has no field "prompt" (it has "a", "b")` {
+		t.Errorf("missing field: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	err := Config{URLs: []string{"localhost:8000"}, Transport: "grpc", ActionExtra: map[string]any{"message": 1},
+		ObservationRole: "system", Reward: "max", Retries: -2}.Validate()
+	for _, want := range []string{
+		`openenv.urls[0]: "localhost:8000" is not an http(s) or ws(s) URL`,
+		`openenv.transport: "grpc" (want websocket or http)`,
+		`openenv.observation_role: "system" (want user or tool)`,
+		`openenv.reward: "max" (want final or sum)`,
+		`openenv.retries: -2`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if err := (Config{URLs: []string{"http://h:1"}, Transport: HTTP, MaxSessions: 2}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "openenv.max_sessions") {
+		t.Errorf("http with sessions: %v", err)
+	}
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "openenv.urls: no server URL") {
+		t.Errorf("empty: %v", err)
+	}
+}
