@@ -3,7 +3,6 @@ package extreward
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +24,7 @@ const (
 // runCommand runs the program once with rec on stdin and reads its answer from stdout. The
 // program runs in its own process group, killed whole at the timeout.
 func (r *Reward) runCommand(ctx context.Context, rec *env.TrajectoryRecord) (env.ExternalScore, error) {
-	in, err := json.Marshal(rec)
+	in, err := marshal(rec)
 	if err != nil {
 		return env.ExternalScore{}, fmt.Errorf("encoding the trajectory: %w", err)
 	}

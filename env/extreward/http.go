@@ -23,9 +23,9 @@ func (r *Reward) post(ctx context.Context, recs []*env.TrajectoryRecord) ([]env.
 	var body []byte
 	var err error
 	if r.cfg.BatchSize > 1 {
-		body, err = json.Marshal(recs)
+		body, err = marshal(recs)
 	} else {
-		body, err = json.Marshal(recs[0])
+		body, err = marshal(recs[0])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encoding the trajectory: %w", err)

@@ -205,6 +205,18 @@ func kind(field string) string {
 	return "an object of numbers"
 }
 
+// marshal encodes v as JSON without escaping <, > and & (tool-call markup stays readable for
+// the reward function's author).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // excerpt quotes the start of a malformed answer.
 func excerpt(b []byte) string {
 	const n = 200

@@ -115,6 +115,10 @@ func (a *answerServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(req.Body)
+	if !strings.Contains(string(body), `"text":"<tool_call>{`) { // markup sent as it is, not \u003c-escaped
+		http.Error(w, "escaped markup", http.StatusBadRequest)
+		return
+	}
 	answer := func(rec env.TrajectoryRecord) string { return fmt.Sprintf(`{"reward": %d}`, len(rec.Turns)) }
 	if body[0] == '[' {
 		var recs []env.TrajectoryRecord
