@@ -59,4 +59,13 @@
 // Datasets are read and written by package env/data (bounded: a file with no usable row, an
 // endless stream or a corrupt parquet file is an error naming the file and row); the python
 // tool runs in package env/sandbox.
+//
+// # From outside the binary
+//
+// Tools of MCP servers (package env/mcp) join an environment through Config.ExtraTools; an
+// OpenEnv server is an environment (package env/openenv); a reward function run as a command or
+// reached over HTTP (package env/extreward) is an ExternalReward in the Rubric, fed the
+// TrajectoryRecord JSON that run directories also store. Package env/external opens all three
+// from a run's config sections. The single- vs multi-turn rule is IsMultiTurn (detect.go):
+// tools or more than one turn make an environment multi-turn.
 package env

@@ -22,8 +22,9 @@ import (
 // the torch thread and never touch tensors.
 //
 // Malformed model output never makes Step return an error: it becomes a message to the model and
-// a count in TurnInfo. Step returns an error only for misuse (Step before Reset or after Done) or
-// a cancelled context.
+// a count in TurnInfo. Step returns an error only for misuse (Step before Reset or after Done), a
+// cancelled context, or, for an environment behind a server (package env/openenv), a server that
+// failed: the rollout then ends that episode as failed.
 type Env interface {
 	// Reset starts an episode for task and returns the opening messages (system and user) and the
 	// tools the chat template should list. It may be called again to start a new episode.
