@@ -5,7 +5,6 @@ package rollout
 // (env/openenv/testdata/server.py) and a reward script (env/extreward/testdata/reward.py).
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
+	"github.com/mtgrpo/mtgrpo/internal/testproc"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
@@ -167,21 +167,7 @@ func ints(ids []int32) []int {
 
 func openEnvServer(t *testing.T, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command("python3", append([]string{"../env/openenv/testdata/server.py"}, flags...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("python3: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	u, ok := strings.CutPrefix(strings.TrimSpace(line), "url ")
-	if !ok {
-		t.Fatalf("server printed %q", line)
-	}
+	u, _ := testproc.StartURL(t, "python3", append([]string{"../env/openenv/testdata/server.py"}, flags...)...)
 	return u
 }
 

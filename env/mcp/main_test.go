@@ -1,16 +1,15 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/mtgrpo/mtgrpo/internal/testproc"
 )
 
 var (
@@ -57,34 +56,7 @@ func stdioServer(t testing.TB, args ...string) ServerConfig {
 // the process is killed when the test ends (or earlier with the returned stop).
 func httpServer(t testing.TB, addr string) (url string, stop func()) {
 	t.Helper()
-	cmd := exec.Command(testServer(t), "-http", addr)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
-	t.Cleanup(stop)
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		lines <- line
-	}()
-	select {
-	case line := <-lines:
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "url ")
-		if !ok {
-			t.Fatalf("test server printed %q", line)
-		}
-		return url, stop
-	case <-time.After(30 * time.Second):
-		t.Fatal("the HTTP test server did not start")
-	}
-	return "", stop
+	return testproc.StartURL(t, testServer(t), "-http", addr)
 }
 
 func connect(t testing.TB, cfg Config) *Client {

@@ -1,49 +1,23 @@
 package openenv
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/internal/testproc"
 )
 
 // startServer runs testdata/server.py with flags and returns its base URL; it is killed when the
 // test ends.
 func startServer(t *testing.T, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command("python3", append([]string{"testdata/server.py"}, flags...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("python3: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		line <- l
-	}()
-	select {
-	case l := <-line:
-		u, ok := strings.CutPrefix(strings.TrimSpace(l), "url ")
-		if !ok {
-			t.Fatalf("server printed %q", l)
-		}
-		return u
-	case <-time.After(20 * time.Second):
-		t.Fatal("the test server did not start")
-	}
-	return ""
+	u, _ := testproc.StartURL(t, "python3", append([]string{"testdata/server.py"}, flags...)...)
+	return u
 }
 
 func open(t *testing.T, cfg Config) *env.Environment {
