@@ -11,7 +11,7 @@ package env
 // the model wrote, markup included.
 //
 // Reward, TurnRewards and Metrics are empty in what a reward function receives and filled in the
-// run directory's samples.
+// run directory's samples (rollout.Trajectory.Record), as is Error for a failed episode.
 type TrajectoryRecord struct {
 	TaskID      string         `json:"task_id"`
 	Episode     int            `json:"episode"`
@@ -33,6 +33,8 @@ type TrajectoryRecord struct {
 	Reward      *float64           `json:"reward,omitempty"`
 	TurnRewards []float64          `json:"turn_rewards,omitempty"`
 	Metrics     map[string]float64 `json:"metrics,omitempty"`
+	// Error is why a failed episode failed (a sample only; failed episodes are not scored).
+	Error string `json:"error,omitempty"`
 }
 
 // TurnRecord is one assistant turn of a TrajectoryRecord.

@@ -95,6 +95,7 @@ func (ep *episode) reset() {
 				return
 			}
 			ep.start, ep.rend = start, rend
+			ep.traj.Start = start
 			ep.hist = History{Task: start.Messages, Tools: start.Tools}
 			ep.condense()
 		}

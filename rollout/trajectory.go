@@ -13,7 +13,9 @@ type Trajectory struct {
 	// Index is the episode's position in the Run input; Group its GRPO group.
 	Index, Group int
 	Task         env.Task
-	Turns        []*Turn
+	// Start is what the environment's Reset returned: the opening messages and the tool specs.
+	Start env.Start
+	Turns []*Turn
 	// Score is the Rubric's verdict (Reward, TurnRewards per action turn, TurnReward, Metrics).
 	Score  env.Score
 	Reward float64
@@ -27,6 +29,27 @@ type Trajectory struct {
 	// GRPO); ContextTokens and OutputTokens are totals over all turns.
 	MaxContextTokens, ContextTokens, OutputTokens int
 	Profile                                       EpisodeProfile
+}
+
+// Record is the trajectory as a run directory's sample stores it: the env.TrajectoryRecord that
+// external reward functions receive (conversation, turn boundaries, token counts of the action
+// turns), with the rubric's reward, turn rewards and metrics, or the error of a failed episode.
+func (t *Trajectory) Record() env.TrajectoryRecord {
+	et := env.Trajectory{Task: t.Task, Start: t.Start, Episode: t.Index, Group: t.Group, End: t.End}
+	for _, tu := range t.Turns {
+		if tu.Kind == KindAction { // a turn whose env step failed has no Step: its text stands alone
+			et.Turns = append(et.Turns, env.Turn{Assistant: tu.Text, Result: tu.Step, ContextTokens: len(tu.Context),
+				OutputTokens: len(tu.Output)})
+		}
+	}
+	r := env.NewTrajectoryRecord(&et)
+	if t.Err != nil {
+		r.Error = t.Err.Error()
+		return r
+	}
+	reward := t.Reward
+	r.Reward, r.TurnRewards, r.Metrics = &reward, t.Score.TurnRewards, t.Score.Metrics
+	return r
 }
 
 // How episodes end.
