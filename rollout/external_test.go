@@ -38,19 +38,30 @@ var mcpServer = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-func mcpTools(t *testing.T, cfg mcp.Config) []env.Tool {
+// mcpClient connects to the test server (over stdio) with cfg, keeping only tools.
+func mcpClient(t *testing.T, cfg mcp.Config, name string, tools ...string) *mcp.Client {
 	t.Helper()
 	bin, err := mcpServer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Servers = []mcp.ServerConfig{{Name: "test", Command: bin, Tools: []string{"add", "crash", "hang", "big", "whoami"}}}
+	cfg.Servers = []mcp.ServerConfig{{Name: name, Command: bin, Tools: tools}}
 	c, err := mcp.Connect(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c.Tools()
+	return c
+}
+
+// mcpTools are the test server's add, crash, big and whoami with a generous call timeout (a
+// 10 MB answer takes seconds on a loaded machine), and hang from a second server with a short
+// one.
+func mcpTools(t *testing.T) []env.Tool {
+	t.Helper()
+	main := mcpClient(t, mcp.Config{CallTimeout: time.Minute, MaxResultBytes: 100, MaxRestarts: 10}, "test", "add", "crash", "big", "whoami")
+	slow := mcpClient(t, mcp.Config{CallTimeout: time.Second}, "slow", "hang")
+	return append(main.Tools(), slow.Tools()...)
 }
 
 func toolCall(name, args string) string {
@@ -88,8 +99,7 @@ func TestDriverMCPTools(t *testing.T) {
 		}
 	}
 
-	tools := mcpTools(t, mcp.Config{CallTimeout: 5 * time.Second, MaxResultBytes: 100, MaxRestarts: 10})
-	e := openEnv(t, "gsm8k", env.Config{ExtraTools: tools, MaxTurns: 6})
+	e := openEnv(t, "gsm8k", env.Config{ExtraTools: mcpTools(t), MaxTurns: 6})
 	// One episode: a crash kills the calls other episodes have in flight on the same server, which
 	// TestCrashRestartsStdioServer covers; here each result is known.
 	trajs := runEpisodes(t, scriptedGen(t, mcpPolicy), DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, e, ts, 1)
@@ -104,7 +114,7 @@ func TestDriverMCPTools(t *testing.T) {
 		}
 		result := func(k int) string { return tr.Turns[k].Step.Messages[0].Content }
 		if result(0) != "42" || !strings.Contains(result(1), "Error: tool crash (MCP server test): server test died during the call twice") ||
-			result(2) != "Error: tool hang (MCP server test) did not answer within 5s" ||
+			result(2) != "Error: tool hang (MCP server slow) did not answer within 1s" ||
 			result(3) != strings.Repeat("x", 100)+"\n[truncated: the result has 10000000 bytes, the first 100 are shown]" ||
 			!pidRe.MatchString(result(4)) {
 			t.Errorf("trajectory %d results: %q | %q | %q | %.120q | %q", i, result(0), result(1), result(2), result(3), result(4))
@@ -133,7 +143,7 @@ func TestMCPToolsInQwen3Template(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := openEnv(t, "gsm8k", env.Config{ExtraTools: mcpTools(t, mcp.Config{})})
+	e := openEnv(t, "gsm8k", env.Config{ExtraTools: mcpTools(t)})
 	start, err := e.New().Reset(context.Background(), tasks(t, e, 1, 1)[0])
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +159,7 @@ func TestMCPToolsInQwen3Template(t *testing.T) {
 	for _, want := range []string{
 		"<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"add\", \"description\": \"Add two integers.\", \"parameters\": {",
 		`"properties": {"a": {"description": "the first number", "type": "integer"}`, // keys sorted: see env/mcp
-		"{\"type\": \"function\", \"function\": {\"name\": \"whoami\"",
+		"{\"type\": \"function\", \"function\": {\"name\": \"hang\"",
 		"</tools>",
 	} {
 		if !strings.Contains(text, want) {

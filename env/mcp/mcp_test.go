@@ -133,7 +133,7 @@ func TestCapTextUTF8(t *testing.T) {
 
 func TestHTTPServer(t *testing.T) {
 	url, stop := httpServer(t, "127.0.0.1:0")
-	c := connect(t, Config{Servers: []ServerConfig{{Name: "web", URL: url}}, MaxResultBytes: 64, CallTimeout: 2 * time.Second})
+	c := connect(t, Config{Servers: []ServerConfig{{Name: "web", URL: url}}, MaxResultBytes: 64})
 	if got, err := call(t, toolByName(t, c, "add"), `{"a": 1, "b": 2}`); got != "3" || err != nil {
 		t.Errorf("add = %q, %v", got, err)
 	}
@@ -141,7 +141,8 @@ func TestHTTPServer(t *testing.T) {
 	if err != nil || !strings.HasPrefix(got, strings.Repeat("x", 64)+"\n[truncated: the result has 10000000 bytes") {
 		t.Errorf("big over HTTP: %.100q, %v", got, err)
 	}
-	if _, err := call(t, toolByName(t, c, "hang"), `{}`); err == nil || !strings.Contains(err.Error(), "did not answer") {
+	short := connect(t, Config{Servers: []ServerConfig{{Name: "web", URL: url, Tools: []string{"hang"}}}, CallTimeout: 300 * time.Millisecond})
+	if _, err := call(t, toolByName(t, short, "hang"), `{}`); err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") {
 		t.Errorf("hang over HTTP: %v", err)
 	}
 	// The server dies: calls fail with an error naming it; once it is back on the same address,
