@@ -22,7 +22,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
-	"github.com/mtgrpo/mtgrpo/internal/testproc"
+	"github.com/mtgrpo/mtgrpo/env/envtest"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
@@ -178,7 +178,7 @@ func ints(ids []int32) []int {
 
 func openEnvServer(t *testing.T, flags ...string) string {
 	t.Helper()
-	u, _ := testproc.StartURL(t, "python3", append([]string{"../env/openenv/testdata/server.py"}, flags...)...)
+	u, _ := envtest.StartURL(t, "python3", append([]string{"../env/openenv/testdata/server.py"}, flags...)...)
 	return u
 }
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mtgrpo/mtgrpo/internal/testproc"
+	"github.com/mtgrpo/mtgrpo/env/envtest"
 )
 
 var (
@@ -56,7 +56,7 @@ func stdioServer(t testing.TB, args ...string) ServerConfig {
 // the process is killed when the test ends (or earlier with the returned stop).
 func httpServer(t testing.TB, addr string) (url string, stop func()) {
 	t.Helper()
-	return testproc.StartURL(t, testServer(t), "-http", addr)
+	return envtest.StartURL(t, testServer(t), "-http", addr)
 }
 
 func connect(t testing.TB, cfg Config) *Client {

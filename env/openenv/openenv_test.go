@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
-	"github.com/mtgrpo/mtgrpo/internal/testproc"
+	"github.com/mtgrpo/mtgrpo/env/envtest"
 )
 
 // startServer runs testdata/server.py with flags and returns its base URL; it is killed when the
 // test ends.
 func startServer(t *testing.T, flags ...string) string {
 	t.Helper()
-	u, _ := testproc.StartURL(t, "python3", append([]string{"testdata/server.py"}, flags...)...)
+	u, _ := envtest.StartURL(t, "python3", append([]string{"testdata/server.py"}, flags...)...)
 	return u
 }
 

@@ -1,6 +1,6 @@
-// Package testproc starts the servers tests talk to (an MCP server, an OpenEnv server) as child
+// Package envtest starts the servers tests talk to (an MCP server, an OpenEnv server) as child
 // processes that announce their address on their first line of output.
-package testproc
+package envtest
 
 import (
 	"bufio"
