@@ -64,6 +64,9 @@ type Environment struct {
 	New func() Env
 	// Generate makes n tasks from a seed ("no generator" error for the data environment).
 	Generate func(n int, seed int64) ([]data.Row, error)
+	// Demonstrate writes a good policy's next message for supervised warm-up; nil when the
+	// environment has no demonstrator (calc_mult and gsm8k have one).
+	Demonstrate Demonstrator
 	// MaxConcurrent is the most episodes that may be open (between Reset and Close) at once: an
 	// environment server's session limit. 0 means no limit. The rollout driver admits episodes
 	// up to it (rollout.DriverConfig.MaxOpenEpisodes).
@@ -225,7 +228,11 @@ func fixed(r func() *Rubric) func(Task) *Rubric { return func(Task) *Rubric { re
 const mathFinish = `give the final answer after "####", for example "#### 42".`
 
 func openGSM8K(cfg Config, _ *shared) (*Environment, error) {
-	return chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)})
+	e, err := chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)})
+	if err == nil && len(cfg.ExtraTools) == 0 {
+		e.Demonstrate = demonstrateGSM8K
+	}
+	return e, err
 }
 
 func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
@@ -239,7 +246,11 @@ func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
 
 func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
-	return chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)})
+	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)})
+	if err == nil {
+		e.Demonstrate = demonstrateCalcMult
+	}
+	return e, err
 }
 
 func openWikiQA(cfg Config, _ *shared) (*Environment, error) {

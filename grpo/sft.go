@@ -1,11 +1,14 @@
 package grpo
 
 import (
+	"context"
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -76,4 +79,69 @@ func (t *Trainer) sftMicro(micro []*sample, tokens int) (float64, error) {
 		return p.Backward(loss)
 	})
 	return v, err
+}
+
+// Demonstrations plays the environment's demonstrator (env.Environment.Demonstrate) on tasks
+// through the rollout driver, with the run's condenser, turn and context limits and chat template,
+// so that SFT trains on exactly the contexts RL will see. Each output ends with the chat
+// template's end-of-turn token. Episodes that fail or score no reward are left out; an error says
+// when none is left.
+func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Environment, tasks []env.Task,
+	r RolloutConfig) ([]*rollout.Trajectory, error) {
+	if envs.Demonstrate == nil {
+		return nil, fmt.Errorf("grpo: environment %s has no demonstrator for SFT", envs.Name)
+	}
+	gen := &rollout.Scripted{Tok: tok, EOS: endOfTurn(tok), Turn: func(tag *rollout.TurnTag, _ int) (string, rollout.FinishReason) {
+		text, err := envs.Demonstrate(tag.Task, tag.Messages)
+		if err != nil {
+			return err.Error(), rollout.FinishAbort
+		}
+		return text, ""
+	}}
+	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Condenser: r.Condenser, MaxTurns: r.MaxTurns,
+		MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Workers: r.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("grpo: demonstrations: %w", err)
+	}
+	eps := make([]rollout.Episode, len(tasks))
+	for i, task := range tasks {
+		eps[i] = rollout.Episode{Env: envs.New(), Task: task, Group: i}
+	}
+	trajs, _, err := d.Run(ctx, eps)
+	if err != nil {
+		return nil, fmt.Errorf("grpo: demonstrations: %w", err)
+	}
+	var out []*rollout.Trajectory
+	for _, tr := range trajs {
+		if tr.Err == nil && tr.Reward > 0 && !aborted(tr) {
+			out = append(out, tr)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("grpo: demonstrations: none of %d episodes succeeded", len(trajs))
+	}
+	return out, nil
+}
+
+func aborted(tr *rollout.Trajectory) bool {
+	for _, tu := range tr.Turns {
+		if tu.Finish == rollout.FinishAbort {
+			return true
+		}
+	}
+	return false
+}
+
+// endOfTurn is the token that ends an assistant message in the chat template: <|im_end|> (Qwen),
+// <|eot_id|> (Llama 3), else the tokenizer's first end-of-sequence id.
+func endOfTurn(tok *tokenizer.Tokenizer) int32 {
+	for _, s := range []string{"<|im_end|>", "<|eot_id|>"} {
+		if id, ok := tok.TokenID(s); ok {
+			return int32(id)
+		}
+	}
+	if ids := tok.EOSIDs(); len(ids) > 0 {
+		return int32(ids[0])
+	}
+	return -1
 }

@@ -1,15 +1,11 @@
 package grpo
 
 import (
-	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/model"
-	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -79,47 +75,4 @@ func tasksOf(t testing.TB, e *env.Environment, n int, seed int64) []env.Task {
 		out[i] = env.TaskFromRow(r, i)
 	}
 	return out
-}
-
-var multRe = regexp.MustCompile(`What is (\d+) \* (\d+)\?`)
-
-// calcMultOracle answers calc_mult as a good policy would: a calculator call on the first turn,
-// then the result after "####".
-func calcMultOracle(prompt string, _ int) (string, rollout.FinishReason) {
-	q := multRe.FindAllStringSubmatch(prompt, -1)
-	if len(q) == 0 {
-		return "I do not know.", ""
-	}
-	a, b := q[len(q)-1][1], q[len(q)-1][2]
-	if i := strings.LastIndex(prompt, "<tool_response>\n"); i >= 0 {
-		res := prompt[i+len("<tool_response>\n"):]
-		res = res[:strings.Index(res, "\n")]
-		return "#### " + res, ""
-	}
-	return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%s * %s\"}}\n</tool_call>", a, b), ""
-}
-
-// demos plays the oracle through the driver: trajectories with the model's exact chat template.
-func demos(t testing.TB, tok *tokenizer.Tokenizer, e *env.Environment, tasks []env.Task, cond rollout.Condenser) []*rollout.Trajectory {
-	t.Helper()
-	eos := int32(tok.EOSIDs()[0])
-	g := &rollout.Scripted{Tok: tok, Policy: calcMultOracle, EOS: eos}
-	d, err := rollout.NewDriver(g, tok, rollout.DriverConfig{Condenser: cond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var eps []rollout.Episode
-	for i, task := range tasks {
-		eps = append(eps, rollout.Episode{Env: e.New(), Task: task, Group: i})
-	}
-	trajs, _, err := d.Run(context.Background(), eps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range trajs {
-		if tr.Reward < 1 {
-			t.Fatalf("oracle trajectory %d scored %v (%s): %+v", tr.Index, tr.Reward, tr.End, tr.Score.Metrics)
-		}
-	}
-	return trajs
 }

@@ -166,7 +166,8 @@ func (ep *episode) request() *Request {
 	if ep.turn.Kind == KindSummary {
 		s.MaxNewTokens, s.StopStrings = ep.plan.SummaryMaxTokens, nil
 	}
-	return &Request{Prompt: ep.turn.Context, Sampling: s}
+	return &Request{Prompt: ep.turn.Context, Sampling: s,
+		Turn: &TurnTag{Task: ep.in.Task, Messages: ep.turn.Messages, Kind: ep.turn.Kind}}
 }
 
 // summarize asks the model for a summary of the history (phase summarize).

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/envtest"
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
-	"github.com/mtgrpo/mtgrpo/env/envtest"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 

@@ -3,6 +3,8 @@ package rollout
 import (
 	"fmt"
 	"time"
+
+	"github.com/mtgrpo/mtgrpo/env"
 )
 
 // Request asks for N continuations of one prompt. The N samples share the prompt's prefill: it
@@ -16,9 +18,22 @@ type Request struct {
 	Sampling Sampling
 	// Tag is the caller's, returned untouched in each Result.
 	Tag any
+	// Turn says what the driver's request is for (nil for other callers; the engine ignores it).
+	Turn *TurnTag
 
 	id        int64
 	submitted time.Time
+}
+
+// TurnTag is what one of the driver's requests is generated for, for generators that answer from
+// it rather than from the token ids (Scripted.Turn). Copies of a task that share
+// a first request share its tag.
+type TurnTag struct {
+	Task env.Task
+	// Messages is the context before rendering (the condenser's choice); Kind is KindAction or
+	// KindSummary.
+	Messages []env.Message
+	Kind     string
 }
 
 // FinishReason says why a sequence ended.

@@ -14,7 +14,10 @@ type Scripted struct {
 	// Policy writes sample k's output for a prompt (decoded with special tokens). Finish may be
 	// left empty (FinishEOS).
 	Policy func(prompt string, sample int) (text string, finish FinishReason)
-	EOS    int32
+	// Turn, when set, is used instead of Policy for the driver's requests: it answers from the
+	// task and the context's messages (TurnTag), as a demonstrator does.
+	Turn func(tag *TurnTag, sample int) (text string, finish FinishReason)
+	EOS  int32
 	// Requests records every submitted request.
 	Requests []*Request
 
@@ -59,7 +62,13 @@ func (s *Scripted) Step() ([]*Result, error) {
 		}
 		prompt := s.Tok.Decode(ids, false)
 		for k := 0; k < r.samples(); k++ {
-			text, why := s.Policy(prompt, k)
+			var text string
+			var why FinishReason
+			if s.Turn != nil && r.Turn != nil {
+				text, why = s.Turn(r.Turn, k)
+			} else {
+				text, why = s.Policy(prompt, k)
+			}
 			if why == "" {
 				why = FinishEOS
 			}

@@ -1,0 +1,54 @@
+package grpo
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+)
+
+// calc_mult's demonstrator, played through the driver with a condensed context, solves every
+// task in two turns (a calculator call, then the answer), each output ending with <|im_end|>.
+func TestDemonstrationsCalcMult(t *testing.T) {
+	dir := t.TempDir()
+	if err := tokenizer.WriteTiny(dir); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.Open("calc_mult", env.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := tasksOf(t, e, 6, 3)
+	demos, err := Demonstrations(context.Background(), tok, e, tasks, RolloutConfig{Condenser: rollout.LastN{N: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(demos) != len(tasks) {
+		t.Fatalf("%d demonstrations of %d tasks", len(demos), len(tasks))
+	}
+	imEnd, _ := tok.TokenID("<|im_end|>")
+	for _, tr := range demos {
+		if tr.Reward != 1 || len(tr.Turns) != 2 || tr.Score.Metrics["reward/accuracy"] != 1 {
+			t.Errorf("task %s: reward %v in %d turns (%v)", tr.Task.ID, tr.Reward, len(tr.Turns), tr.Score.Metrics)
+		}
+		for _, tu := range tr.Turns {
+			if last := tu.Output[len(tu.Output)-1]; int(last) != imEnd {
+				t.Errorf("task %s: an output ends with %d, not <|im_end|>", tr.Task.ID, last)
+			}
+		}
+		if !strings.Contains(tr.Turns[0].Text, `"name": "calculator"`) || !strings.HasPrefix(tr.Turns[1].Text, "#### ") {
+			t.Errorf("task %s: turns %q, %q", tr.Task.ID, tr.Turns[0].Text, tr.Turns[1].Text)
+		}
+	}
+	noDemo, _ := env.Open("frozenlake", env.Config{})
+	if _, err := Demonstrations(context.Background(), tok, noDemo, tasks, RolloutConfig{}); err == nil {
+		t.Error("an environment without a demonstrator gave demonstrations")
+	}
+}
