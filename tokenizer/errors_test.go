@@ -60,6 +60,12 @@ func TestBadTokenizerFiles(t *testing.T) {
 		{"dropout", tinyModelWith(t, "dropout", 0.1), "dropout"},
 		{"unk not in vocab", tinyModelWith(t, "unk_token", "<unk>"), `unk_token "<unk>"`},
 		{"empty added token", tinyWith(t, "added_tokens", []any{map[string]any{"id": 600, "content": ""}}), "added_tokens[0]: empty content"},
+		// An empty vocabulary used to load and encode every text to no ids at all.
+		{"empty vocab", tinyModelWith(t, "vocab", map[string]any{}), "vocab is empty"},
+		{"empty vocab, no merges", []byte(`{"model": {"type": "BPE", "vocab": {}, "merges": []}}`), "vocab is empty"},
+		// Ids size dense tables (and the model's embedding): 2e9 must not allocate 32 GB first.
+		{"huge vocab id", tinyModelWith(t, "vocab", map[string]any{"a": 2000000000}), `"a" has id 2000000000, outside [0, 16777216)`},
+		{"huge added id", tinyWith(t, "added_tokens", []any{map[string]any{"id": 1 << 31, "content": "<x>"}}), `added_tokens[0] "<x>": id 2147483648 is outside`},
 	}
 	for _, c := range cases {
 		_, err := FromJSON(c.data)

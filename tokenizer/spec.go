@@ -212,10 +212,13 @@ func parseModel(spec *bpeSpec) (*bpe, error) {
 	if sp.EndOfWordSuffix != nil {
 		m.suffix = *sp.EndOfWordSuffix
 	}
+	if len(m.vocab) == 0 {
+		return nil, fmt.Errorf("model: vocab is empty (every text would encode to no ids)")
+	}
 	maxID := int32(-1)
 	for tok, id := range m.vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("model: vocab token %q has negative id %d", tok, id)
+		if id < 0 || id >= MaxTokenID {
+			return nil, fmt.Errorf("model: vocab token %q has id %d, outside [0, %d)", tok, id, MaxTokenID)
 		}
 		maxID = max(maxID, id)
 	}

@@ -9,6 +9,12 @@ import (
 	"sync"
 )
 
+// MaxTokenID bounds the ids of a tokenizer.json (vocabulary and added tokens). Ids index dense
+// tables here and rows of the model's embedding, so an id of 2e9 in a corrupt or hostile file
+// would allocate gigabytes before anything else is checked; the largest vocabularies in use hold
+// about 260,000 tokens.
+const MaxTokenID = 1 << 24
+
 // Tokenizer encodes text to token ids and back, exactly as the Hugging Face tokenizers
 // library does for the same tokenizer.json. It is safe for concurrent use.
 type Tokenizer struct {
@@ -126,8 +132,8 @@ func (t *Tokenizer) setAdded(tokens []AddedToken) error {
 		if at.Content == "" {
 			return fmt.Errorf("added_tokens[%d]: empty content", i)
 		}
-		if at.ID < 0 {
-			return fmt.Errorf("added_tokens[%d] %q: negative id %d", i, at.Content, at.ID)
+		if at.ID < 0 || at.ID >= MaxTokenID {
+			return fmt.Errorf("added_tokens[%d] %q: id %d is outside [0, %d)", i, at.Content, at.ID, MaxTokenID)
 		}
 		t.idToAdded[int32(at.ID)] = i
 		t.tokenToID[at.Content] = int32(at.ID)
