@@ -10,9 +10,9 @@ import (
 )
 
 // Load reads a Hugging Face model directory: config.json, generation_config.json (optional),
-// model.safetensors or sharded model-*-of-*.safetensors with model.safetensors.index.json. The files
-// are memory-mapped and every tensor is copied to o.Device and converted to o.DType, whatever dtype
-// it is stored in. The weight table decides what must be there: a missing, unexpected or mis-shaped
+// model.safetensors or sharded model-*-of-*.safetensors with model.safetensors.index.json. Tensors
+// are read one at a time (torch/safetensors), copied to o.Device and converted to o.DType, whatever
+// dtype they are stored in. The weight table decides what must be there: a missing, unexpected or mis-shaped
 // tensor is an error naming it (rotary_emb.inv_freq buffers of old checkpoints are ignored, and so
 // is a stored lm_head.weight when the head is tied). Run it on the torch thread.
 func Load(dir string, o Options) (m *Model, err error) {

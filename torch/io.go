@@ -64,7 +64,7 @@ func LoadTensor(src safetensors.Reader, name string, dev Device, dt DType) (t *T
 	}
 	var p unsafe.Pointer
 	if len(data) > 0 {
-		p = unsafe.Pointer(&data[0]) // mmap'd memory, not Go's heap: C may read it freely
+		p = unsafe.Pointer(&data[0]) // Go memory without pointers; the shim copies it during the call
 	}
 	var h C.mt_tensor
 	e := C.mt_from_data(p, C.size_t(len(data)), C.int(fileDT), i64p(info.Shape), C.int(len(info.Shape)), C.int(dev), &h)

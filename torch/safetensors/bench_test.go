@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// BenchmarkOpen measures Open (mmap + header parse + full validation) of a file with 1,000 small
+// BenchmarkOpen measures Open (header read + parse + full validation) of a file with 1,000 small
 // tensors, about the header size of a 7B-parameter checkpoint's largest shard.
 func BenchmarkOpen(b *testing.B) {
 	w := NewWriter()

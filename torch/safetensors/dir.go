@@ -184,7 +184,7 @@ func (c *Checkpoint) Info(name string) (TensorInfo, error) {
 	return f.Info(name)
 }
 
-// Data returns a view of a tensor's bytes, valid until Close.
+// Data reads a tensor's bytes into a new slice (see File.Data).
 func (c *Checkpoint) Data(name string) ([]byte, error) {
 	f, err := c.File(name)
 	if err != nil {
@@ -201,7 +201,7 @@ func (c *Checkpoint) Metadata() map[string]string {
 	return c.files[0].Metadata()
 }
 
-// Close unmaps every file; safe to call more than once.
+// Close closes every file; safe to call more than once.
 func (c *Checkpoint) Close() error {
 	var first error
 	for _, f := range c.files {

@@ -9,12 +9,15 @@
 // Offsets are relative to the start of the data buffer, end exclusive; data is little-endian,
 // row-major, without strides.
 //
-// Reading maps the file into memory (Open). The whole header is parsed and validated when the
-// file is opened, because the most important check (the tensors tile the data buffer exactly,
-// with no gap, overlap or missing tail) needs every entry at once; the tensor bytes themselves
-// are only touched when Data is called, and the pages are faulted in by the kernel on demand.
-// Data returns a view into the mapping that is valid until Close: callers copy out of it (the
-// torch package copies it straight into a new tensor) and never keep it.
+// Reading (Open) reads and validates the whole header when the file is opened, because the most
+// important check (the tensors tile the data buffer exactly, with no gap, overlap or missing tail)
+// needs every entry at once. Tensor bytes are read only when Data is called, with pread into a new
+// slice that the caller owns (the torch package copies it into a tensor). Files are not
+// memory-mapped: a mapped file that another process truncates kills the reader with SIGBUS when a
+// lost page is touched, inside the shim's copy where Go cannot recover; a read past the new end is
+// an error naming the file and the tensor instead. A file rewritten in place (same size) while
+// open yields the new bytes under the old header; the shapes were checked at Open, the values
+// cannot be. The cost is one extra copy per tensor through Go memory, freed after the load.
 //
 // Writing (Writer) writes the header's keys sorted, lays the data out by element size (largest
 // first) and then by name, so that every tensor is aligned to its element size, pads the header

@@ -3,7 +3,6 @@ package safetensors
 import (
 	"fmt"
 	"os"
-	"syscall"
 )
 
 // Reader is what loaders need from a checkpoint: a single File or a sharded Checkpoint.
@@ -11,50 +10,43 @@ type Reader interface {
 	Names() []string
 	Has(name string) bool
 	Info(name string) (TensorInfo, error)
-	Data(name string) ([]byte, error)
+	Data(name string) ([]byte, error) // a new slice the caller owns
 }
 
-// File is an open, memory-mapped safetensors file. Its methods must not be called after Close;
-// byte slices returned by Data are invalid after Close.
+// File is an open safetensors file. Its methods must not be called after Close.
+//
+// The header is read and validated by Open; tensor bytes are read with pread (ReadAt) by each
+// Data call, not mapped: a mapped file that another process truncates kills the reader with
+// SIGBUS the moment it touches a lost page (in the shim's copy, where Go cannot turn the fault
+// into an error), while a read past the new end is a short read that Data reports.
 type File struct {
-	path string
-	mmap []byte // the whole file; nil once closed (or for an empty mapping)
-	data []byte // the data buffer, a view into mmap
-	h    *header
-	open bool
+	path      string
+	fd        *os.File // nil once closed
+	h         *header
+	dataStart int64 // offset of the data buffer: 8 + the header length
 }
 
-// Open maps path into memory and validates its header.
+// Open opens path and validates its header.
 func Open(path string) (*File, error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	defer fd.Close() // the mapping stays valid after the descriptor is closed
 	st, err := fd.Stat()
 	if err != nil {
+		fd.Close()
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	if !st.Mode().IsRegular() {
+		fd.Close()
 		return nil, fmt.Errorf("safetensors: %s: not a regular file", path)
 	}
-	size := st.Size()
-	if size < 8 {
-		return nil, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", path, size)
-	}
-	if int64(int(size)) != size {
-		return nil, fmt.Errorf("safetensors: %s: file of %d bytes is too large to map", path, size)
-	}
-	m, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	h, dataStart, err := readHeader(path, fd, st.Size())
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: %s: mmap: %w", path, err)
-	}
-	h, data, err := parseFile(path, m)
-	if err != nil {
-		syscall.Munmap(m)
+		fd.Close()
 		return nil, err
 	}
-	return &File{path: path, mmap: m, data: data, h: h, open: true}, nil
+	return &File{path: path, fd: fd, h: h, dataStart: dataStart}, nil
 }
 
 // Path is the file's path as given to Open.
@@ -82,17 +74,28 @@ func (f *File) Info(name string) (TensorInfo, error) {
 	return t, nil
 }
 
-// Data returns a tensor's raw little-endian bytes: a read-only view into the mapping, valid until
-// Close. Writing to it faults.
+// Data reads a tensor's raw little-endian bytes into a new slice, which the caller owns. A file
+// that changed size since Open (truncated or rewritten by another process) gives an error naming
+// the file and the tensor.
 func (f *File) Data(name string) ([]byte, error) {
-	if !f.open {
+	if f.fd == nil {
 		return nil, fmt.Errorf("safetensors: %s: file is closed", f.path)
 	}
 	t, ok := f.h.tensors[name]
 	if !ok {
 		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
 	}
-	return f.data[t.Begin:t.End:t.End], nil
+	buf := make([]byte, t.End-t.Begin)
+	n, err := f.fd.ReadAt(buf, f.dataStart+t.Begin)
+	if n == len(buf) {
+		return buf, nil
+	}
+	want := f.dataStart + f.h.dataLen
+	if st, serr := f.fd.Stat(); serr == nil && st.Size() < want {
+		return nil, fmt.Errorf("safetensors: %s: tensor %q: the file is now %d bytes, shorter than the %d its header "+
+			"describes (truncated while open?)", f.path, name, st.Size(), want)
+	}
+	return nil, fmt.Errorf("safetensors: %s: tensor %q: read %d of %d bytes: %w", f.path, name, n, len(buf), err)
 }
 
 // Metadata returns a copy of the header's __metadata__ map (nil if the file has none).
@@ -107,16 +110,15 @@ func (f *File) Metadata() map[string]string {
 	return m
 }
 
-// Close unmaps the file. It is safe to call more than once.
+// Close closes the file. It is safe to call more than once.
 func (f *File) Close() error {
-	if !f.open {
+	if f.fd == nil {
 		return nil
 	}
-	f.open = false
-	m := f.mmap
-	f.mmap, f.data = nil, nil
-	if err := syscall.Munmap(m); err != nil {
-		return fmt.Errorf("safetensors: %s: munmap: %w", f.path, err)
+	err := f.fd.Close()
+	f.fd = nil
+	if err != nil {
+		return fmt.Errorf("safetensors: %s: %w", f.path, err)
 	}
 	return nil
 }

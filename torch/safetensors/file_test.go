@@ -220,3 +220,35 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A file that another process truncates while it is open gives an error naming the file and the
+// tensor, never a SIGBUS: with the file mapped, reading the lost pages killed the process.
+func TestTruncatedWhileOpen(t *testing.T) {
+	w := NewWriter()
+	big := make([]byte, 1<<20) // many pages, so that the lost half lies on pages of its own
+	for i := range big {
+		big[i] = byte(i)
+	}
+	must(t, w.Add("a", U8, []int64{16}, big[:16]))
+	must(t, w.Add("z", U8, []int64{int64(len(big))}, big))
+	path := filepath.Join(t.TempDir(), "t.safetensors")
+	must(t, w.WriteFile(path))
+	f := mustOpen(t, path)
+	st, err := os.Stat(path)
+	must(t, err)
+	must(t, os.Truncate(path, st.Size()-int64(len(big))/2)) // z (last) loses its second half
+
+	got, err := f.Data("z")
+	sum := 0
+	for _, b := range got { // touching the lost pages is what crashed
+		sum += int(b)
+	}
+	if err == nil || got != nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"z"`) ||
+		!strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("reading a tensor past the new end: %d bytes (sum %d), err %v", len(got), sum, err)
+	}
+	// A tensor still inside the file reads as before.
+	if a, err := f.Data("a"); err != nil || !bytes.Equal(a, big[:16]) {
+		t.Errorf("a: %v %v, want %v", a, err, big[:16])
+	}
+}

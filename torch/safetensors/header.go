@@ -43,25 +43,33 @@ type header struct {
 	dataLen  int64
 }
 
-// parseFile splits a whole file image (or its mapping) into header and data and validates both.
-// name is only used in error messages.
-func parseFile(name string, file []byte) (*header, []byte, error) {
-	if len(file) < 8 {
-		return nil, nil, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", name, len(file))
+// readHeader reads and validates the header of a file of size bytes, and returns it with the
+// offset of the data buffer. name is only used in error messages.
+func readHeader(name string, r io.ReaderAt, size int64) (*header, int64, error) {
+	if size < 8 {
+		return nil, 0, fmt.Errorf("safetensors: %s: file is %d bytes, shorter than the 8-byte header length", name, size)
 	}
-	n := binary.LittleEndian.Uint64(file[:8])
+	var prefix [8]byte
+	if _, err := r.ReadAt(prefix[:], 0); err != nil {
+		return nil, 0, fmt.Errorf("safetensors: %s: reading the header length: %w", name, err)
+	}
+	n := binary.LittleEndian.Uint64(prefix[:])
 	if n > MaxHeaderSize {
-		return nil, nil, fmt.Errorf("safetensors: %s: header length %d exceeds the %d-byte limit", name, n, MaxHeaderSize)
+		return nil, 0, fmt.Errorf("safetensors: %s: header length %d exceeds the %d-byte limit", name, n, MaxHeaderSize)
 	}
-	if n > uint64(len(file)-8) {
-		return nil, nil, fmt.Errorf("safetensors: %s: header length %d is larger than the %d bytes after the length prefix (file truncated?)", name, n, len(file)-8)
+	if n > uint64(size-8) {
+		return nil, 0, fmt.Errorf("safetensors: %s: header length %d is larger than the %d bytes after the length prefix (file truncated?)", name, n, size-8)
 	}
-	data := file[8+n:]
-	h, err := parseHeader(file[8:8+n], int64(len(data)))
+	js := make([]byte, n)
+	if _, err := r.ReadAt(js, 8); err != nil {
+		return nil, 0, fmt.Errorf("safetensors: %s: reading the %d-byte header: %w", name, n, err)
+	}
+	dataStart := 8 + int64(n)
+	h, err := parseHeader(js, size-dataStart)
 	if err != nil {
-		return nil, nil, fmt.Errorf("safetensors: %s: %w", name, err)
+		return nil, 0, fmt.Errorf("safetensors: %s: %w", name, err)
 	}
-	return h, data, nil
+	return h, dataStart, nil
 }
 
 // parseHeader parses the JSON header and checks it against a data buffer of dataLen bytes.

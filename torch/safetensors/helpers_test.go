@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -33,4 +34,13 @@ func mustOpen(t *testing.T, path string) *File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// parseFile splits a whole file image into header and data and validates both.
+func parseFile(name string, file []byte) (*header, []byte, error) {
+	h, dataStart, err := readHeader(name, bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, file[dataStart:], nil
 }
