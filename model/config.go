@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -215,16 +217,8 @@ func (c *Config) Validate() error {
 	if c.HiddenAct != "silu" {
 		return fmt.Errorf("hidden_act %q is not supported (only silu)", c.HiddenAct)
 	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize},
-		{"num_hidden_layers", c.NumHiddenLayers}, {"num_attention_heads", c.NumAttentionHeads},
-		{"num_key_value_heads", c.KVHeads()}, {"head_dim", c.HeadDimension()},
-		{"max_position_embeddings", c.MaxPositionEmbeddings}} {
-		if f.v <= 0 {
-			return fmt.Errorf("%s must be positive, got %d", f.name, f.v)
-		}
+	if err := c.checkSizes(); err != nil {
+		return err
 	}
 	if c.NumAttentionHeads%c.KVHeads() != 0 {
 		return fmt.Errorf("num_attention_heads (%d) must be a multiple of num_key_value_heads (%d)",
@@ -276,6 +270,68 @@ func (c *Config) PaddingIdx() int {
 		return p + c.VocabSize
 	}
 	return *c.PadTokenID
+}
+
+// Upper bounds on the sizes in config.json. Building a model allocates by these numbers (a slice
+// of layers, the RoPE frequencies, the weight table) before any tensor is read, so a corrupt or
+// hostile file (num_hidden_layers 2e9, head_dim 2^40) must fail here rather than run out of
+// memory. They are far above every released model: Llama 3.1 405B has 126 layers, 128 heads,
+// head_dim 128, hidden 16384, intermediate 53248, vocabulary 128256; Llama 4's context is 10M.
+// Within them, Load still compares every size with the checkpoint's tensors before reading one.
+const (
+	maxVocabSize    = 1 << 24 // the tokenizer's bound on token ids too
+	maxHiddenSize   = 1 << 16
+	maxIntermediate = 1 << 20
+	maxLayers       = 1 << 10
+	maxHeads        = 1 << 10
+	maxHeadDim      = 1 << 10
+	maxPositions    = math.MaxInt32 // positions are int32 in the RoPE tables and the KV cache
+)
+
+// checkSizes checks every size field against zero and its bound, naming the field.
+func (c *Config) checkSizes() error {
+	if c.NumKeyValueHeads < 0 || c.HeadDim < 0 {
+		return fmt.Errorf("num_key_value_heads (%d) and head_dim (%d) must not be negative", c.NumKeyValueHeads, c.HeadDim)
+	}
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{{"vocab_size", c.VocabSize, maxVocabSize}, {"hidden_size", c.HiddenSize, maxHiddenSize},
+		{"intermediate_size", c.IntermediateSize, maxIntermediate}, {"num_hidden_layers", c.NumHiddenLayers, maxLayers},
+		{"num_attention_heads", c.NumAttentionHeads, maxHeads}, {"num_key_value_heads", c.KVHeads(), maxHeads},
+		{"head_dim", c.HeadDimension(), maxHeadDim}, {"max_position_embeddings", c.MaxPositionEmbeddings, maxPositions}} {
+		if f.v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", f.name, f.v)
+		}
+		if f.v > f.max {
+			return fmt.Errorf("%s %d is larger than this program supports (at most %d)", f.name, f.v, f.max)
+		}
+	}
+	return nil
+}
+
+// CheckLayerCount compares num_hidden_layers with the layers a checkpoint's tensor names hold
+// (model.layers.N.*), so that a count that does not fit the weights is one error before the model
+// is built, not thousands of missing or unexpected tensors after.
+func (c *Config) CheckLayerCount(names []string) error {
+	n := 0
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, "model.layers.")
+		if !ok {
+			continue
+		}
+		idx, _, _ := strings.Cut(rest, ".")
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 {
+			return fmt.Errorf("tensor %s: %q is not a layer index", name, idx)
+		}
+		n = max(n, i+1)
+	}
+	if n != c.NumHiddenLayers {
+		return fmt.Errorf("num_hidden_layers is %d, but the checkpoint holds %d layers (model.layers.0 to %d)",
+			c.NumHiddenLayers, n, n-1)
+	}
+	return nil
 }
 
 // KVHeads is num_key_value_heads, defaulting to num_attention_heads.

@@ -182,6 +182,17 @@ func TestConfigRefusals(t *testing.T) {
 		{`{"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 5}`, `multiple of num_key_value_heads`},
 		{`{"model_type": "llama", "eos_token_id": "x"}`, `token id`},
 		{`{"model_type": "llama", "hidden_size": 0}`, `hidden_size must be positive`},
+		// Sizes that would make building the model allocate without bound (2e9 layers, a 2^40
+		// head_dim) are refused before anything is allocated.
+		{`{"model_type": "qwen3", "num_hidden_layers": 2000000000}`, `num_hidden_layers 2000000000 is larger than this program supports (at most 1024)`},
+		{`{"model_type": "qwen3", "head_dim": 1099511627776}`, `head_dim 1099511627776 is larger than this program supports (at most 1024)`},
+		{`{"model_type": "llama", "hidden_size": 1099511627776, "num_attention_heads": 1}`, `hidden_size 1099511627776 is larger`},
+		{`{"model_type": "llama", "vocab_size": 4294967296}`, `vocab_size 4294967296 is larger`},
+		{`{"model_type": "llama", "intermediate_size": 1099511627776}`, `intermediate_size 1099511627776 is larger`},
+		{`{"model_type": "llama", "num_attention_heads": 65536, "hidden_size": 65536}`, `num_attention_heads 65536 is larger`},
+		{`{"model_type": "llama", "max_position_embeddings": 4294967296}`, `max_position_embeddings 4294967296 is larger`},
+		{`{"model_type": "qwen3", "num_key_value_heads": -4}`, `must not be negative`},
+		{`{"model_type": "qwen3", "head_dim": -128}`, `must not be negative`},
 		{`{"model_type": "qwen2", "mlp_bias": true}`, `mlp_bias`},
 		{`{"model_type": "llama"`, `invalid JSON`},
 		{`{"model_type": "llama", "hidden_size": "64"}`, `hidden_size`},

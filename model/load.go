@@ -24,17 +24,19 @@ func Load(dir string, o Options) (m *Model, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ck, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	defer ck.Close()
+	if err := cfg.CheckLayerCount(ck.Names()); err != nil {
+		return nil, fmt.Errorf("model: %s: config.json: %w", dir, err)
+	}
 	m, err = newModel(cfg, o)
 	if err != nil {
 		return nil, err
 	}
 	m.Generation, m.TokenizerDir = gen, dir
-	ck, err := safetensors.OpenDir(dir)
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	defer ck.Close()
 	if err := m.loadWeights(ck, dir, o.Progress); err != nil {
 		m.Close()
 		return nil, err

@@ -248,6 +248,21 @@ func TestLoadRefusesBadCheckpoints(t *testing.T) {
 				})
 				return d
 			}, `rope_scaling.rope_type "yarn" is not supported`},
+			{"num_hidden_layers 2e9", func() string {
+				d := fresh(0)
+				editConfig(t, d, func(c map[string]any) { c["num_hidden_layers"] = 2000000000 })
+				return d
+			}, "num_hidden_layers 2000000000 is larger than this program supports"},
+			{"head_dim 2^40", func() string {
+				d := fresh(0)
+				editConfig(t, d, func(c map[string]any) { c["head_dim"] = 1 << 40 })
+				return d
+			}, "head_dim 1099511627776 is larger than this program supports"},
+			{"more layers than the checkpoint", func() string {
+				d := fresh(0)
+				editConfig(t, d, func(c map[string]any) { c["num_hidden_layers"] = 40 })
+				return d
+			}, "num_hidden_layers is 40, but the checkpoint holds 2 layers (model.layers.0 to 1)"},
 			{"no weights", func() string {
 				d := fresh(0)
 				os.Remove(filepath.Join(d, "model.safetensors"))
