@@ -20,7 +20,8 @@
 // (continuous batching), the samples of a request admitted together share one prefill (the
 // prompt's cache is copied into their slots), and a finished sequence's slot goes to the next
 // waiting sample. Sampling runs on the device, with one small device→host copy per step: the
-// sampled ids and their log-probabilities. Result.LogProbs are under the distribution actually
+// sampled ids, their log-probabilities and a per-row finiteness witness, so logits that are NaN or
+// infinite (NaN weights, an overflow) end the step with an error naming it, never a sampled token. Result.LogProbs are under the distribution actually
 // sampled (after temperature and top-k/top-p/min-p truncation, 0 for greedy tokens);
 // Result.TemperedLogProbs after temperature only, what the trainer recomputes (sampler.go says
 // why both). A seeded request draws the same tokens whatever else shares its batch. Sequences end

@@ -465,3 +465,31 @@ func TestEngineKeepsBusySlotsContiguous(t *testing.T) {
 		return nil
 	})
 }
+
+// A model whose logits turn NaN (here at the third forward pass) stops the engine with an error
+// naming the step and the sequence, instead of sampling token 0 with NaN log-probs; on the greedy
+// path and the sampling path alike.
+func TestEngineStopsOnNonFiniteLogits(t *testing.T) {
+	for _, s := range []Sampling{{Greedy: true, MaxNewTokens: 8}, {Temperature: 0.7, MaxNewTokens: 8}} {
+		onTorch(t, func() error {
+			calls := 0
+			m := NewMockModel(16, 2, 32, func(h []int32) []float32 {
+				row := nextPlusOne(16)(h)
+				if calls++; calls >= 3 {
+					row[4] = float32(math.NaN())
+				}
+				return row
+			})
+			e, err := NewEngine(m, nil, Config{})
+			if err != nil {
+				return err
+			}
+			out, err := e.Generate([]*Request{{Prompt: []int32{5}, Sampling: s}})
+			if err == nil || !strings.Contains(err.Error(), "step 3: the model's logits are NaN or infinite for 1 of 1 sequences") ||
+				!strings.Contains(err.Error(), "sample 0 at output token 2") {
+				t.Errorf("%+v: results %v, err %v", s, out, err)
+			}
+			return nil
+		})
+	}
+}

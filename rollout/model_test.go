@@ -2,8 +2,10 @@ package rollout
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -235,6 +237,34 @@ func TestEngineDoesNotLeakTensors(t *testing.T) {
 		}
 		if live[0] != live[1] {
 			t.Errorf("live tensors %d after 10 batches, %d after 40", live[0], live[1])
+		}
+		return nil
+	})
+}
+
+// A real model with a NaN weight fails generation with an error naming the step (it used to
+// generate token 0 with NaN log-probs and succeed).
+func TestEngineStopsOnNaNWeights(t *testing.T) {
+	onTorch(t, func() error {
+		m := tinyArch(t, "qwen3", 1)
+		defer m.Close()
+		for _, p := range m.Parameters() {
+			if p.Name == "model.layers.1.mlp.down_proj.weight" {
+				p.Tensor.Fill_(math.NaN())
+			}
+		}
+		b, err := NewModelBackend(m, 2, 32)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		e, err := NewEngine(b, nil, Config{})
+		if err != nil {
+			return err
+		}
+		out, err := e.Generate([]*Request{{Prompt: []int32{1, 2, 3}, N: 2, Sampling: Sampling{MaxNewTokens: 4}}})
+		if err == nil || !strings.Contains(err.Error(), "step 1: the model's logits are NaN or infinite for 2 of 2 sequences") {
+			t.Errorf("results %v, err %v", out, err)
 		}
 		return nil
 	})

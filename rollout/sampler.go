@@ -17,8 +17,15 @@ package rollout
 //     trainer recomputes with model.ForwardOptions{Temperature} (verl and vLLM's default logprobs
 //     are this one). With no truncation (the RL default) the two are equal. Greedy rows use
 //     temperature 1 for TemperedLogProb.
+//   - Each row also returns a finiteness witness in the same copy: the log-sum-exp of its logits
+//     (greedy) or the total kept probability mass (sampling). Either is NaN or infinite exactly
+//     when the row's distribution is undefined (a NaN or +Inf logit, or every logit −Inf), and
+//     finite otherwise, so NaN weights fail the step instead of sampling token 0 with NaN
+//     log-probabilities; −Inf logits of masked tokens are fine.
 
 import (
+	"math"
+
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -28,11 +35,13 @@ type draw struct {
 	u float64
 }
 
-// drawn is one sampled token with its two log-probabilities.
+// drawn is one sampled token with its two log-probabilities; finite is false when the row's
+// logits define no distribution (NaN or +Inf, or all −Inf), and then the rest is meaningless.
 type drawn struct {
 	id              int32
 	logProb         float32
 	temperedLogProb float32
+	finite          bool
 }
 
 // maxU is the largest float32 below 1: a float64 u just below 1 must not round up to 1.
@@ -62,13 +71,18 @@ func sampleRows(logits *torch.Tensor, rows []draw) []drawn {
 			out = sampleGeneral(logits, rows)
 		}
 	})
-	host := out.Float64s() // [rows, 3]: id, logProb, temperedLogProb
+	host := out.Float64s() // [rows, outCols]: id, logProb, temperedLogProb, finiteness witness
 	res := make([]drawn, len(rows))
 	for i := range res {
-		res[i] = drawn{id: int32(host[3*i]), logProb: float32(host[3*i+1]), temperedLogProb: float32(host[3*i+2])}
+		h := host[outCols*i : outCols*(i+1)]
+		res[i] = drawn{id: int32(h[0]), logProb: float32(h[1]), temperedLogProb: float32(h[2]),
+			finite: !math.IsNaN(h[3]) && !math.IsInf(h[3], 0)}
 	}
 	return res
 }
+
+// outCols is the width of the block sampleRows copies to the host.
+const outCols = 4
 
 func allGreedy(rows []draw) bool {
 	for _, r := range rows {
@@ -82,9 +96,10 @@ func allGreedy(rows []draw) bool {
 // sampleGreedy: argmax; log p = logit − logsumexp (no [rows, vocab] log-softmax is kept).
 func sampleGreedy(logits *torch.Tensor) *torch.Tensor {
 	id := logits.Argmax(1, true)
-	lpT := logits.Gather(1, id).Sub(logits.LogSumExp(true, 1))
+	lse := logits.LogSumExp(true, 1)
+	lpT := logits.Gather(1, id).Sub(lse)
 	return torch.Cat([]*torch.Tensor{id.ToDType(torch.Float64), torch.ZerosLike(lpT).ToDType(torch.Float64),
-		lpT.ToDType(torch.Float64)}, 1)
+		lpT.ToDType(torch.Float64), lse.ToDType(torch.Float64)}, 1)
 }
 
 // params lays the rows' settings out as a [rows, numCols] float32 block: off values are chosen
@@ -156,7 +171,8 @@ func sampleGeneral(logits *torch.Tensor, rows []draw) *torch.Tensor {
 	id = torch.Where(greedy, logits.Argmax(1, true), id)
 	lp = lp.MaskedFill(greedy, 0)
 	lpT := logp.Gather(1, id)
-	return torch.Cat([]*torch.Tensor{id.ToDType(torch.Float64), lp.ToDType(torch.Float64), lpT.ToDType(torch.Float64)}, 1)
+	return torch.Cat([]*torch.Tensor{id.ToDType(torch.Float64), lp.ToDType(torch.Float64), lpT.ToDType(torch.Float64),
+		total.ToDType(torch.Float64)}, 1)
 }
 
 func anyMinP(rows []draw) bool {

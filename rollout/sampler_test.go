@@ -210,3 +210,36 @@ func nearAll(a, b []float64, tol float64) bool {
 	}
 	return true
 }
+
+// Rows whose logits define no distribution are flagged, on every path of the sampler: a NaN or
+// +Inf logit makes log-sum-exp (greedy) and the kept mass (sampling) NaN or infinite, as do logits
+// that are all −Inf; a row with some −Inf logits (masked tokens) is a distribution and stays
+// finite: p = softmax([0, ln 2, −Inf]) = [1/3, 2/3, 0].
+func TestSamplingFlagsNonFiniteRows(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	rows := [][]float32{{0, 1, 2}, {0, nan, 2}, {0, inf, 2}, {-inf, -inf, -inf}, {0, float32(math.Ln2), -inf}}
+	want := []bool{true, false, false, false, true}
+	var logits []float32
+	for _, r := range rows {
+		logits = append(logits, r...)
+	}
+	for _, s := range []Sampling{{Greedy: true}, {}, {TopK: 2}, {TopP: 0.9}, {MinP: 0.1}} {
+		draws := make([]draw, len(rows))
+		for i := range draws {
+			draws[i] = draw{s: &s, u: 0.5}
+		}
+		onTorch(t, func() error {
+			got := sampleRows(torch.FromSlice(logits, int64(len(rows)), 3), draws)
+			for i, d := range got {
+				if d.finite != want[i] {
+					t.Errorf("%+v row %v: finite %v, want %v", s, rows[i], d.finite, want[i])
+				}
+			}
+			// The masked row samples from [1/3, 2/3, 0]: never token 2.
+			if d := got[4]; d.id == 2 || math.IsNaN(float64(d.temperedLogProb)) {
+				t.Errorf("%+v masked row: %+v", s, d)
+			}
+			return nil
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -71,6 +72,9 @@ func (e *Engine) step() ([]*Result, error) {
 	}
 	got := sampleRows(logits, draws)
 	t2 := time.Now()
+	if err := checkFinite(e.stats.Steps+1, p.seqs, got); err != nil {
+		return nil, err
+	}
 
 	e.stats.Steps++
 	e.stats.PrefillTokens += p.prompt
@@ -186,4 +190,25 @@ func (e *Engine) start(w *waiting, now time.Time) *sequence {
 	e.active[slot] = q
 	w.next++
 	return q
+}
+
+// checkFinite fails a step whose logits define no distribution for some sequence (NaN weights or
+// an overflow in the forward pass), naming the step, how many sequences and the first of them.
+func checkFinite(step int, seqs []*sequence, got []drawn) error {
+	bad, first := 0, -1
+	for i, d := range got {
+		if !d.finite {
+			bad++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if bad == 0 {
+		return nil
+	}
+	q := seqs[first]
+	return fmt.Errorf("rollout: step %d: the model's logits are NaN or infinite for %d of %d sequences "+
+		"(first: request %d sample %d at output token %d); the weights or the forward pass are not finite",
+		step, bad, len(got), q.req.id, q.sample, len(q.tokens))
 }
