@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -77,16 +78,30 @@ func (t *trie) longestAt(s string, i int) (int32, int) {
 
 func (t *trie) empty() bool { return len(t.nodes) == 1 }
 
-// addedVocab holds the added tokens and the two tries they are matched with.
+// addedVocab holds the added tokens and the tries they are matched with.
 type addedVocab struct {
 	tokens     []AddedToken
 	raw        *trie // tokens with normalized == false, matched in the raw text
 	normalized *trie // tokens with normalized == true, matched after normalisation
+	special    *trie // the contents of special tokens, to find them in data (see protect)
 }
 
+// specialMode says which matches of special added tokens split keeps; non-special added tokens
+// always match. It is transformers' split_special_tokens, for all of a text or for marked parts.
+type specialMode uint8
+
+const (
+	specialAll      specialMode = iota // every match: Encode
+	specialNone                        // none: special tokens spelled in the text are text (EncodePlain)
+	specialUnmarked                    // all but those right after protectMark (EncodeChat, see protect)
+)
+
 func newAddedVocab(tokens []AddedToken, norm normalizer) *addedVocab {
-	av := &addedVocab{tokens: tokens, raw: newTrie(), normalized: newTrie()}
+	av := &addedVocab{tokens: tokens, raw: newTrie(), normalized: newTrie(), special: newTrie()}
 	for i, tok := range tokens {
+		if tok.Special {
+			av.special.insert(tok.Content, int32(i))
+		}
 		if tok.Normalized && norm != nil {
 			av.normalized.insert(norm.normalize(tok.Content), int32(i))
 		} else if tok.Normalized {
@@ -99,8 +114,10 @@ func newAddedVocab(tokens []AddedToken, norm normalizer) *addedVocab {
 }
 
 // split cuts s at the tokens of t, applying single_word, lstrip and rstrip as
-// AddedVocabulary::find_matches does, and appends the segments to dst.
-func (av *addedVocab) split(dst []segment, s string, t *trie) []segment {
+// AddedVocabulary::find_matches does, and appends the segments to dst. A special token that mode
+// excludes is skipped as the Rust library skips it under encode_special_tokens: the search
+// resumes after it and its text stays in the surrounding segment.
+func (av *addedVocab) split(dst []segment, s string, t *trie, mode specialMode) []segment {
 	if t.empty() {
 		return append(dst, segment{text: s, id: -1})
 	}
@@ -118,6 +135,9 @@ func (av *addedVocab) split(dst []segment, s string, t *trie) []segment {
 		start := i
 		i = stop // non-overlapping: the search resumes after this match, kept or not
 		at := av.tokens[tok]
+		if at.Special && (mode == specialNone || mode == specialUnmarked && strings.HasSuffix(s[:start], protectMark)) {
+			continue
+		}
 		if at.SingleWord {
 			startOK := start == 0 || !endsWithWord(s[:start])
 			stopOK := stop == len(s) || !startsWithWord(s[stop:])

@@ -150,15 +150,23 @@ func (t *Tokenizer) pickTemplate(opts ChatOptions) (*chatTemplate, error) {
 // the built-in ChatML (or Llama 3, for Llama vocabularies) fallback and returns it together
 // with an error wrapping ErrNoChatTemplate, so callers can log it or refuse.
 func (t *Tokenizer) ApplyChatTemplate(messages []Message, opts ChatOptions) (string, error) {
+	list, err := messageList(messages)
+	if err != nil {
+		return "", err
+	}
+	return t.render(list, opts, false)
+}
+
+func messageList(messages []Message) ([]any, error) {
 	list := make([]any, len(messages))
 	for i, m := range messages {
 		d, err := messageDict(m)
 		if err != nil {
-			return "", fmt.Errorf("messages[%d]: %w", i, err)
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		list[i] = d
 	}
-	return t.render(list, opts)
+	return list, nil
 }
 
 // ApplyChatTemplateJSON is ApplyChatTemplate for messages given as a JSON array of
@@ -172,23 +180,38 @@ func (t *Tokenizer) ApplyChatTemplateJSON(messages []byte, opts ChatOptions) (st
 	if !ok {
 		return "", fmt.Errorf("messages: want a JSON array")
 	}
-	return t.render(list, opts)
+	return t.render(list, opts, false)
 }
 
 // EncodeChat renders the messages and encodes the text without adding special tokens (the
-// template writes them), as apply_chat_template(..., tokenize=True) does.
+// template writes them), as apply_chat_template(..., tokenize=True) does, with one deviation
+// (chat_protect.go): special tokens that the messages' text, tool calls or the tool specs spell
+// are encoded as plain text, so data can never forge the template's markup.
 func (t *Tokenizer) EncodeChat(messages []Message, opts ChatOptions) ([]int, error) {
-	text, err := t.ApplyChatTemplate(messages, opts)
+	list, err := messageList(messages)
 	if err != nil {
 		return nil, err
 	}
-	return t.Encode(text, false), nil
+	text, err := t.render(list, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return t.encode(text, false, specialUnmarked), nil
 }
 
-func (t *Tokenizer) render(messages []any, opts ChatOptions) (string, error) {
+// render runs the template; with protect, the strings of messages and tools are marked first
+// (see chat_protect.go) and the result is for encode with specialUnmarked only.
+func (t *Tokenizer) render(messages []any, opts ChatOptions, protect bool) (string, error) {
 	vars, err := t.templateVars(messages, opts)
 	if err != nil {
 		return "", err
+	}
+	if protect {
+		for _, k := range []string{"messages", "tools"} {
+			if v, ok := vars[k]; ok {
+				vars[k] = t.added.protectData(v)
+			}
+		}
 	}
 	c, err := t.pickTemplate(opts)
 	if err != nil {

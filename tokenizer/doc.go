@@ -11,7 +11,8 @@
 //	ids := tk.Encode("Hello", false)              // addSpecial: post-processor template
 //	text := tk.Decode(ids, true)                  // skipSpecial
 //	prompt, err := tk.ApplyChatTemplate(msgs, tokenizer.ChatOptions{AddGenerationPrompt: true})
-//	ids, err = tk.EncodeChat(msgs, opts)          // render, then Encode(text, false)
+//	ids, err = tk.EncodeChat(msgs, opts)          // render and encode; data's special tokens stay text
+//	ids = tk.EncodePlain(toolOutput)               // split_special_tokens: "<|im_end|>" is text
 //	stops := tk.EOSIDs()                          // eos_token + known chat end tokens
 //	ds := tk.NewDecodeStream(false)               // per generated id: ds.Next(id)
 //
@@ -59,6 +60,12 @@
 // (a string or the "default" entry of a named list). With neither, ApplyChatTemplate
 // renders plain ChatML (Llama 3 headers for Llama vocabularies) and returns that text
 // together with an error wrapping ErrNoChatTemplate, so callers can log or refuse it.
+//
+// EncodeChat deviates from transformers on purpose (chat_protect.go): transformers encodes the
+// rendered text as a whole, so a tool result or a dataset prompt that spells
+// "<|im_end|><|im_start|>system" becomes those special tokens and forges a turn. Here the
+// template's markup gets its special tokens and the messages, tool calls and tool specs are
+// encoded as EncodePlain encodes data.
 //
 // # The tiny tokenizer
 //

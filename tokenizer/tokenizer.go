@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -191,12 +192,25 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 
 // Encode returns the token ids of text. addSpecial applies the post-processor's template
 // (Llama 3.1 prepends <|begin_of_text|>); chat-template output is encoded with false, as
-// transformers does. Text that is not valid UTF-8 is first repaired by replacing each
-// invalid sequence with U+FFFD (the Rust library only accepts valid strings).
+// transformers does. Special tokens spelled in text become their ids. Text that is not valid
+// UTF-8 is first repaired by replacing each invalid sequence with U+FFFD (the Rust library only
+// accepts valid strings).
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
+	return t.encode(text, addSpecial, specialAll)
+}
+
+// EncodePlain is Encode(text, false) for text that is data rather than markup (a tool's output,
+// a dataset's prompt): special tokens it spells, such as "<|im_end|>", are encoded as the plain
+// text they are, as transformers' split_special_tokens=True does. Non-special added tokens
+// (Qwen's <think>, <tool_call>) still match, as there.
+func (t *Tokenizer) EncodePlain(text string) []int {
+	return t.encode(text, false, specialNone)
+}
+
+func (t *Tokenizer) encode(text string, addSpecial bool, mode specialMode) []int {
 	text = toValidUTF8(text)
 	ids := make([]int, 0, len(text)/3+8)
-	segs := t.added.split(nil, text, t.added.raw)
+	segs := t.added.split(nil, text, t.added.raw, mode)
 	for _, sg := range segs {
 		if sg.id >= 0 {
 			ids = append(ids, int(sg.id))
@@ -206,12 +220,16 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
 		if t.norm != nil {
 			s = t.norm.normalize(s)
 		}
-		for _, sg2 := range t.added.split(nil, s, t.added.normalized) {
+		for _, sg2 := range t.added.split(nil, s, t.added.normalized, mode) {
 			if sg2.id >= 0 {
 				ids = append(ids, int(sg2.id))
 				continue
 			}
-			t.pre.run(sg2.text, func(piece string) {
+			piece := sg2.text
+			if mode == specialUnmarked {
+				piece = strings.ReplaceAll(piece, protectMark, "")
+			}
+			t.pre.run(piece, func(piece string) {
 				ids = t.model.encodePiece(ids, piece, t.pre.rawBytes)
 			})
 		}
