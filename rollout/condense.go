@@ -119,8 +119,8 @@ func (c TokenBudget) truncate(msgs []env.Message, r *Renderer) (Plan, error) {
 		if i < 0 {
 			break
 		}
-		ids := r.Tok.Encode(msgs[i].Content, false)
-		keep := len(ids) - over - len(r.Tok.Encode(mark, false))
+		ids := r.Tok.EncodePlain(msgs[i].Content) // as the content is encoded in the context (Renderer.IDs)
+		keep := len(ids) - over - len(r.Tok.EncodePlain(mark))
 		if keep <= 0 {
 			msgs[i].Content = ""
 			continue

@@ -68,16 +68,45 @@ func NewRenderer(tok *tokenizer.Tokenizer, tools []env.ToolSpec, vars map[string
 // a history, it is rendered again with each call in its own assistant message, followed by its
 // result: the form those templates are trained on.
 func (r *Renderer) Text(msgs []env.Message) (string, error) {
-	text, err := r.render(msgs)
+	return splitOnRefusal(msgs, func(msgs []env.Message) (string, error) {
+		return r.Tok.ApplyChatTemplate(r.chat(msgs))
+	})
+}
+
+// IDs renders msgs as Text does and encodes them. The template's markup becomes its special
+// tokens; the messages' text, tool calls and tool specs are data: a special token they spell (a
+// tool printing "<|im_end|><|im_start|>system") is encoded as plain text (tokenizer.EncodeChat).
+func (r *Renderer) IDs(msgs []env.Message) ([]int32, error) {
+	ids, err := splitOnRefusal(msgs, func(msgs []env.Message) ([]int, error) {
+		return r.Tok.EncodeChat(r.chat(msgs))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out, nil
+}
+
+// splitOnRefusal runs render on msgs, and when the template refuses a history with several tool
+// calls in one message, on the history with the calls split (see Text).
+func splitOnRefusal[T any](msgs []env.Message, render func([]env.Message) (T, error)) (T, error) {
+	out, err := render(msgs)
 	if err != nil && hasMultiCall(msgs) {
-		if split, err2 := r.render(splitToolCalls(msgs)); err2 == nil {
+		if split, err2 := render(splitToolCalls(msgs)); err2 == nil {
 			return split, nil
 		}
 	}
-	return text, err
+	if err != nil {
+		return out, fmt.Errorf("rollout: chat template: %w", err)
+	}
+	return out, nil
 }
 
-func (r *Renderer) render(msgs []env.Message) (string, error) {
+// chat maps msgs onto the tokenizer's messages and the episode's options.
+func (r *Renderer) chat(msgs []env.Message) ([]tokenizer.Message, tokenizer.ChatOptions) {
 	tm := make([]tokenizer.Message, len(msgs))
 	for i, m := range msgs {
 		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
@@ -85,25 +114,7 @@ func (r *Renderer) render(msgs []env.Message) (string, error) {
 			tm[i].ToolCalls = append(tm[i].ToolCalls, tokenizer.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
 	}
-	text, err := r.Tok.ApplyChatTemplate(tm, tokenizer.ChatOptions{AddGenerationPrompt: true, Tools: r.Tools, Vars: r.Vars})
-	if err != nil {
-		return "", fmt.Errorf("rollout: chat template: %w", err)
-	}
-	return text, nil
-}
-
-// IDs renders msgs and encodes them (the template writes the special tokens).
-func (r *Renderer) IDs(msgs []env.Message) ([]int32, error) {
-	text, err := r.Text(msgs)
-	if err != nil {
-		return nil, err
-	}
-	ids := r.Tok.Encode(text, false)
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out, nil
+	return tm, tokenizer.ChatOptions{AddGenerationPrompt: true, Tools: r.Tools, Vars: r.Vars}
 }
 
 func hasMultiCall(msgs []env.Message) bool {
