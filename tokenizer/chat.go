@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
-	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/parser"
 )
 
 // Message is one chat message, as transformers' apply_chat_template takes it. Keys reach
@@ -48,29 +48,18 @@ type ChatOptions struct {
 // fallback rendering when the tokenizer has no chat template.
 var ErrNoChatTemplate = errors.New("tokenizer has no chat_template; rendered with the built-in fallback")
 
-// chatTemplate is a compiled template plus the environment it runs in.
+// chatTemplate is a compiled, sandboxed template (chat_sandbox.go).
 type chatTemplate struct {
-	tpl *exec.Template
-	env *exec.Environment
+	name string // where it came from, for errors: a file, with the entry's name in a list
+	tpl  *exec.Template
+	lim  templateLimits
 }
 
-// templateConfig is transformers' jinja setup: trim_blocks and lstrip_blocks on.
-func templateConfig() *config.Config {
-	c := config.New()
-	c.TrimBlocks = true
-	c.LeftStripBlocks = true
-	c.KeepTrailingNewline = false
-	return c
-}
-
-// chatEnvironment is gonja's default environment with transformers' differences: tojson is
-// json.dumps over ordered dicts, items keeps dict order, and raise_exception and
-// strftime_now exist.
+// chatEnvironment is gonja's environment with transformers' differences (tojson is json.dumps
+// over ordered dicts, items keeps dict order, raise_exception and strftime_now exist) and the
+// sandbox's control structures. Its filters and methods are empty: each render installs its
+// own guarded ones (sandboxStart), so none is reachable unguarded.
 func chatEnvironment() *exec.Environment {
-	filters := exec.NewFilterSet(map[string]exec.FilterFunction{})
-	filters.Update(builtins.Filters)
-	_ = filters.Replace("tojson", filterToJSON)
-	_ = filters.Replace("items", filterItems)
 	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	ctx.Set("raise_exception", func(msg string) (string, error) {
 		return "", fmt.Errorf("chat template raised: %s", msg)
@@ -78,38 +67,65 @@ func chatEnvironment() *exec.Environment {
 	ctx.Set("strftime_now", func(format string) string {
 		return strftime(time.Now(), format)
 	})
-	methods := builtins.Methods
-	methods.Dict = orderedDictMethods(builtins.Methods.Dict)
 	return &exec.Environment{
 		Context:           ctx,
-		Filters:           filters,
+		Filters:           exec.NewFilterSet(map[string]exec.FilterFunction{}),
 		Tests:             builtins.Tests,
-		ControlStructures: chatControlStructures(builtins.ControlStructures),
-		Methods:           methods,
+		ControlStructures: sandboxControlStructures(),
+		Methods: exec.Methods{Bool: exec.NewMethodSet(map[string]exec.Method[bool]{}),
+			Int: exec.NewMethodSet(map[string]exec.Method[int]{}), Float: exec.NewMethodSet(map[string]exec.Method[float64]{}),
+			Str: exec.NewMethodSet(map[string]exec.Method[string]{}), Dict: exec.NewMethodSet(map[string]exec.Method[map[string]any]{}),
+			List: exec.NewMethodSet(map[string]exec.Method[[]any]{})},
 	}
 }
 
-func compileTemplate(src string) (*chatTemplate, error) {
-	env := chatEnvironment()
-	loader, err := loaders.NewFileSystemLoader("")
-	if err != nil {
-		return nil, err
+// sandboxControlStructures are gonja's control structures that need no loader, the sandbox's
+// set, with, filter, raw and block (chat_blocks.go, chat_sandbox.go), transformers' generation,
+// and refusals for the four that load files. Others (trans) do not parse.
+func sandboxControlStructures() *exec.ControlStructureSet {
+	set := map[string]parser.ControlStructureParser{
+		"set": setParser, "with": withParser, "filter": filterParser, "raw": rawParser,
+		"block": inPlaceBlockParser, "generation": generationParser,
 	}
-	root, err := loaders.NewShiftedLoader("chat_template", stringReader(src), loader)
-	if err != nil {
-		return nil, err
+	for _, tag := range []string{"include", "import", "from", "extends"} {
+		set[tag] = refusedParser(tag)
 	}
-	tpl, err := exec.NewTemplate("chat_template", templateConfig(), root, env)
-	if err != nil {
+	for _, tag := range []string{"for", "if", "macro", "call", "do", "break", "continue", "autoescape"} {
+		if p, ok := builtins.ControlStructures.Get(tag); ok {
+			set[tag] = p
+		}
+	}
+	return exec.NewControlStructureSet(set)
+}
+
+// compileTemplate parses src and sandboxes it. name says where it came from in render errors.
+func compileTemplate(name, src string, lim templateLimits) (c *chatTemplate, err error) {
+	defer func() { // the parser panics on a few malformed inputs
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("chat template: %v", r)
+		}
+	}()
+	if err := checkSource(src, lim); err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	return &chatTemplate{tpl: tpl, env: env}, nil
+	tpl, err := exec.NewTemplate(rootName, templateConfig(), noLoader{src}, chatEnvironment())
+	if err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // gonja's wrapper quotes the whole source
+		}
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if err := sandboxTree(tpl.Root()); err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	return &chatTemplate{name: name, tpl: tpl, lim: lim}, nil
 }
 
-func (t *Tokenizer) compileChat() error {
+// compileChat compiles the config's templates; origin is the file they came from.
+func (t *Tokenizer) compileChat(origin string) error {
 	t.chat, t.named = nil, nil
 	for name, src := range t.config.NamedTemplates {
-		c, err := compileTemplate(src)
+		c, err := compileTemplate(fmt.Sprintf("%s (%q)", origin, name), src, defaultLimits)
 		if err != nil {
 			return fmt.Errorf("chat template %q: %w", name, err)
 		}
@@ -121,7 +137,7 @@ func (t *Tokenizer) compileChat() error {
 	if t.config.ChatTemplate == "" {
 		return nil
 	}
-	c, err := compileTemplate(t.config.ChatTemplate)
+	c, err := compileTemplate(origin, t.config.ChatTemplate, defaultLimits)
 	if err != nil {
 		return err
 	}
@@ -223,20 +239,55 @@ func (t *Tokenizer) render(messages []any, opts ChatOptions, protect bool) (stri
 	return execute(c, vars)
 }
 
-// execute runs the template. gonja panics on a few expressions where Python raises (1 % 0,
-// "a" * -1); the template comes from the model's files and the messages from the caller, so a
-// panic becomes the render's error.
+// execute runs the template in its sandbox with a fresh budget. gonja panics on a few
+// expressions where Python raises (1 % 0, "a" * -1); the template comes from the model's files
+// and the messages from the caller, so a panic becomes the render's error. Errors name the
+// template.
 func execute(c *chatTemplate, vars map[string]any) (out string, err error) {
+	b := newBudget(c.lim, inputBytes(vars, 0))
+	for k, v := range b.renderVars() {
+		vars[k] = v
+	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("chat template: %v", r)
+			out, err = "", fmt.Errorf("chat template %s: %v", c.name, r)
 		}
 	}()
-	out, err = c.tpl.ExecuteToString(exec.NewContext(vars))
-	if err != nil {
-		return "", fmt.Errorf("chat template: %w", err)
+	var buf strings.Builder
+	err = c.tpl.Execute(&buf, exec.NewContext(vars))
+	if b.err != nil {
+		err = b.err // the limit, however the template went on after it
 	}
-	return out, nil
+	if err != nil {
+		return "", fmt.Errorf("chat template %s: %w", c.name, err)
+	}
+	return buf.String(), nil
+}
+
+// inputBytes is the size of the strings in the render's variables: the budget grows with the
+// conversation it renders.
+func inputBytes(v any, depth int) int {
+	if depth > 100 {
+		return 0
+	}
+	n := 0
+	switch x := v.(type) {
+	case string:
+		n = len(x)
+	case map[string]any:
+		for _, e := range x {
+			n += inputBytes(e, depth+1)
+		}
+	case []any:
+		for _, e := range x {
+			n += inputBytes(e, depth+1)
+		}
+	case exec.Dict:
+		for _, p := range x.Pairs {
+			n += inputBytes(p.Value.Interface(), depth+1)
+		}
+	}
+	return n
 }
 
 // templateVars are the variables transformers passes: messages, tools, documents,
@@ -313,7 +364,7 @@ func messageDict(m Message) (exec.Dict, error) {
 // SetChatTemplate replaces the chat template (as assigning tokenizer.chat_template does in
 // transformers).
 func (t *Tokenizer) SetChatTemplate(src string) error {
-	c, err := compileTemplate(src)
+	c, err := compileTemplate("set by SetChatTemplate", src, defaultLimits)
 	if err != nil {
 		return err
 	}

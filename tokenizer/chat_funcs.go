@@ -11,13 +11,13 @@ import (
 
 func stringReader(s string) io.Reader { return strings.NewReader(s) }
 
-// filterToJSON is transformers' tojson: json.dumps(x, ensure_ascii=False, indent=indent,
-// separators=separators, sort_keys=sort_keys).
-func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+// toJSON is transformers' tojson filter: json.dumps(x, ensure_ascii=False, indent=indent,
+// separators=separators, sort_keys=sort_keys); it fails rather than write more than limit bytes.
+func toJSON(in *exec.Value, params *exec.VarArgs, limit int) *exec.Value {
 	if in.IsError() {
 		return in
 	}
-	o := jsonOptions{indent: -1}
+	o := jsonOptions{indent: -1, limit: limit}
 	kw := func(name string, pos int) *exec.Value {
 		if v, ok := params.KwArgs[name]; ok {
 			return v

@@ -38,11 +38,3 @@ func generationParser(p *parser.Parser, args *parser.Parser) (nodes.ControlStruc
 	}
 	return &generationBlock{body: body}, nil
 }
-
-// chatControlStructures is gonja's set plus generation.
-func chatControlStructures(base *exec.ControlStructureSet) *exec.ControlStructureSet {
-	set := exec.NewControlStructureSet(map[string]parser.ControlStructureParser{})
-	set.Update(base)
-	_ = set.Register("generation", generationParser)
-	return set
-}

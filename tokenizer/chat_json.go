@@ -92,6 +92,7 @@ type jsonOptions struct {
 	sortKeys    bool
 	itemSep     string
 	keySep      string
+	limit       int // the most bytes to write (0: no limit); indent and separators multiply sizes
 }
 
 // pyJSON writes v as Python's json.dumps would.
@@ -183,6 +184,15 @@ func writeReflect(b *strings.Builder, rv reflect.Value, o jsonOptions, depth int
 	return nil
 }
 
+// room checks, before the separator and indented line of an item at depth are written, that
+// they fit in the limit: indent and separators multiply the output's size.
+func (o jsonOptions) room(b *strings.Builder, depth int) error {
+	if o.limit > 0 && addSat(b.Len(), addSat(mulSat(o.indent, depth), len(o.itemSep)+len(o.keySep)+1)) > o.limit {
+		return fmt.Errorf("tojson: the output would pass %d bytes", o.limit)
+	}
+	return nil
+}
+
 func newline(b *strings.Builder, o jsonOptions, depth int) {
 	if o.indent >= 0 {
 		b.WriteByte('\n')
@@ -197,6 +207,9 @@ func writeArray(b *strings.Builder, items []any, o jsonOptions, depth int) error
 	}
 	b.WriteByte('[')
 	for i, it := range items {
+		if err := o.room(b, depth+1); err != nil {
+			return err
+		}
 		if i > 0 {
 			b.WriteString(o.itemSep)
 		}
@@ -220,6 +233,9 @@ func writeObject(b *strings.Builder, pairs []kv, o jsonOptions, depth int) error
 	}
 	b.WriteByte('{')
 	for i, p := range pairs {
+		if err := o.room(b, depth+1); err != nil {
+			return err
+		}
 		if i > 0 {
 			b.WriteString(o.itemSep)
 		}

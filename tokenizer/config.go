@@ -113,13 +113,13 @@ func parseTemplates(raw json.RawMessage, c *Config) error {
 
 // setConfig applies tokenizer_config.json. A chat_template.jinja file beside it (the
 // layout transformers writes since 4.43) takes precedence over the inline template.
-func (t *Tokenizer) setConfig(data []byte) error {
+func (t *Tokenizer) setConfig(data []byte, path string) error {
 	c, err := parseConfig(data)
 	if err != nil {
 		return err
 	}
 	t.config = c
-	return t.compileChat()
+	return t.compileChat(path)
 }
 
 func (t *Tokenizer) loadTemplateFile(dir string) error {
@@ -133,7 +133,7 @@ func (t *Tokenizer) loadTemplateFile(dir string) error {
 	}
 	t.config.ChatTemplate = string(data)
 	t.config.TemplateSource = "chat_template.jinja"
-	return t.compileChat()
+	return t.compileChat(path)
 }
 
 // Config returns what was read from tokenizer_config.json.

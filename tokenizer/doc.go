@@ -61,6 +61,13 @@
 // renders plain ChatML (Llama 3 headers for Llama vocabularies) and returns that text
 // together with an error wrapping ErrNoChatTemplate, so callers can log or refuse it.
 //
+// Templates come with model directories, so they run sandboxed (chat_sandbox.go): as in
+// transformers' ImmutableSandboxedEnvironment there is no loader ({% include %} and its kind
+// fail), lists and dicts cannot be changed, and range() stops at 100,000 items; and since a Go
+// process cannot survive running out of stack or memory, macro recursion, the bytes a render
+// builds or prints, and its steps (loop iterations, calls) are bounded too, each checked before
+// the allocation where the size is known in advance. Errors name the template's file.
+//
 // EncodeChat deviates from transformers on purpose (chat_protect.go): transformers encodes the
 // rendered text as a whole, so a tool result or a dataset prompt that spells
 // "<|im_end|><|im_start|>system" becomes those special tokens and forges a turn. Here the

@@ -182,7 +182,7 @@ func TestChatTemplatePanicIsError(t *testing.T) {
 			t.Fatalf("%s: %v", tpl, err)
 		}
 		out, err := tk.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, ChatOptions{})
-		if err == nil || out != "" || !strings.Contains(err.Error(), "chat template: ") || !strings.Contains(err.Error(), want) {
+		if err == nil || out != "" || !strings.Contains(err.Error(), "chat template set by SetChatTemplate: ") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: want an error containing %q, got %q, %v", tpl, want, out, err)
 		}
 	}

@@ -1,6 +1,9 @@
 package tokenizer
 
 import (
+	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -39,25 +42,58 @@ func FuzzFromJSON(f *testing.F) {
 	})
 }
 
-// FuzzChatTemplate: any template and any messages JSON render or fail with an error; none
-// panics (a tokenizer_config.json's template is user input).
+// FuzzChatTemplate: any template and any messages render or fail with an error that names the
+// template. What the fuzzer would report as a crash (a stack overflow, running out of memory, an
+// input that never ends) is what the sandbox prevents; the limits are small here so that each
+// input is quick, and the output never passes the byte budget.
 //
 //	go test ./tokenizer -run '^$' -fuzz FuzzChatTemplate -fuzztime 60s
 func FuzzChatTemplate(f *testing.F) {
-	tk, err := FromJSON([]byte(minimalJSON))
+	lim := defaultLimits
+	lim.maxSteps, lim.maxBytes, lim.maxRange, lim.maxDepth = 20_000, 1<<20, 1000, 32
+	_, cfg, err := TinyFiles()
 	if err != nil {
 		f.Fatal(err)
 	}
-	msgs := `[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"b": [1, 2.5, null], "a": "é"}}}]}, {"role": "tool", "content": "ok"}]`
-	f.Add(`{% for m in messages %}{{ m.role }}: {{ m.content }}{% if m.tool_calls %}{{ m.tool_calls | tojson(indent=2) }}{% endif %}{% endfor %}`, msgs)
-	f.Add(`{{ raise_exception("no") }}`, `[]`)
-	f.Add(`{%- set ns = namespace(a=0) %}{% for k, v in messages[0].items() %}{{ k }}={{ v | tojson }}{% endfor %}{{ messages[-1:] | length }}{{ "x"[::-1] }}`, msgs)
-	f.Add(`{{ 1 % 0 }}{{ "a" * -1 }}`, `[]`)
-	f.Add(`{{ tools | tojson }}{{ strftime_now("%d %b %Y") }}{% generation %}x{% endgeneration %}`, `[{"role": 1}]`)
+	var tiny struct {
+		ChatTemplate string `json:"chat_template"`
+	}
+	if err := json.Unmarshal(cfg, &tiny); err != nil {
+		f.Fatal(err)
+	}
+	llama, err := os.ReadFile("testdata/templates/llama3_1.jinja")
+	if err != nil {
+		f.Fatal(err)
+	}
+	msgs := `[{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"b": [1, 2.5, null], "a": "é"}}}]}, {"role": "tool", "content": "ok"}]`
+	for _, tpl := range []string{tiny.ChatTemplate, string(llama),
+		`{% for m in messages %}{{ m.role }}: {{ m.content }}{% if m.tool_calls %}{{ m.tool_calls | tojson(indent=2) }}{% endif %}{% endfor %}`,
+		`{{ raise_exception("no") }}`,
+		`{%- set ns = namespace(a=0) %}{% for k, v in messages[0].items() %}{{ k }}={{ v | tojson }}{% endfor %}{{ messages[-1:] | length }}{{ "x"[::-1] }}`,
+		`{{ 1 % 0 }}{{ "a" * -1 }}`,
+		`{{ tools | tojson }}{{ strftime_now("%d %b %Y") }}{% generation %}x{% endgeneration %}`,
+		`{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}`,
+		`{% set ns = namespace(s='x') %}{% for i in range(99) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}`,
+		`{% include "x" %}{% set ns = namespace() %}{% set ns.a = [ns] %}{{ 'x'|center(99999999) }}`,
+		`{% with a = 1 %}{% filter upper %}{{ a }}{% endfilter %}{% endwith %}{% raw %}{{{% endraw %}{% block b %}{% endblock %}`,
+	} {
+		f.Add(tpl, msgs)
+	}
 	f.Fuzz(func(t *testing.T, tpl, messages string) {
-		if err := tk.SetChatTemplate(tpl); err != nil {
+		c, err := compileTemplate("fuzz", tpl, lim)
+		if err != nil {
 			return
 		}
-		_, _ = tk.ApplyChatTemplateJSON([]byte(messages), ChatOptions{AddGenerationPrompt: true})
+		v, err := parseOrdered([]byte(messages))
+		if err != nil {
+			v = []any{}
+		}
+		out, err := execute(c, map[string]any{"messages": v, "add_generation_prompt": true, "tools": v})
+		if err != nil && !strings.HasPrefix(err.Error(), "chat template fuzz: ") {
+			t.Fatalf("error does not name the template: %v", err)
+		}
+		if budget := lim.maxBytes + 4*2*inputBytes(v, 0); len(out) > budget {
+			t.Fatalf("output of %d bytes, over the budget of %d", len(out), budget)
+		}
 	})
 }

@@ -51,7 +51,7 @@ func Load(dir string) (*Tokenizer, error) {
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
 	data, err := os.ReadFile(cfgPath)
 	if err == nil {
-		err = t.setConfig(data)
+		err = t.setConfig(data, cfgPath)
 	} else if os.IsNotExist(err) {
 		err = nil
 	}
