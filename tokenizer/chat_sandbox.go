@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -162,12 +164,15 @@ func checkSource(src string, lim templateLimits) error {
 		return fmt.Errorf("the template is %d bytes; at most %d are accepted", len(src), lim.maxSource)
 	}
 	brackets, blocks, unary, tag := 0, 0, 0, 0
-	stream := tokens.LexAll(src, templateConfig())
-	prev := tokens.Data
+	stream := tokens.LexAll(lexable(src), templateConfig())
+	prev := &tokens.Token{Type: tokens.Data}
 	for ; !stream.End(); stream.Next() {
 		tok := stream.Current()
-		tagName := tok.Type == tokens.Name && prev == tokens.BlockBegin
-		prev = tok.Type
+		if err := lexerLoops(src, prev, tok); err != nil {
+			return err
+		}
+		tagName := tok.Type == tokens.Name && prev.Type == tokens.BlockBegin
+		prev = tok
 		if tag++; tok.Type == tokens.Data || tok.Type == tokens.BlockBegin || tok.Type == tokens.VariableBegin {
 			tag = 0
 		}
@@ -198,6 +203,55 @@ func checkSource(src string, lim templateLimits) error {
 		}
 	}
 	return nil
+}
+
+// lexable returns src with every multi-byte character replaced by as many ASCII bytes of the
+// same class: letters by 'a', digits by '0', anything else by '`'. gonja's lexer gives back the
+// width of the last character it read rather than of the one it means to give back: after a
+// number and "." it peeks at the next character, and when that one is wider than the dot it backs
+// up into the number and lexes it again, forever, emitting empty tokens until memory runs out
+// ("{{ 0.é }}"). The copy lexes to the same tokens at the same offsets without that hazard.
+func lexable(src string) string {
+	var b []byte
+	for i := 0; i < len(src); {
+		r, w := utf8.DecodeRuneInString(src[i:])
+		if w < 2 { // ASCII, or an invalid byte (read with width 1, so backed up correctly)
+			i++
+			continue
+		}
+		if b == nil {
+			b = []byte(src)
+		}
+		c := byte('`')
+		switch {
+		case unicode.IsLetter(r):
+			c = 'a'
+		case unicode.IsDigit(r):
+			c = '0'
+		}
+		for k := 0; k < w; k++ {
+			b[i+k] = c
+		}
+		i += w
+	}
+	if b == nil {
+		return src
+	}
+	return string(b)
+}
+
+// lexerLoops reports where src has a number directly followed by "." and a multi-byte character
+// that is not a digit: the input on which gonja's lexer never ends (see lexable). Such text is not
+// valid Jinja anyway.
+func lexerLoops(src string, prev, tok *tokens.Token) error {
+	if tok.Type != tokens.Dot || prev.Type != tokens.Integer && prev.Type != tokens.Float || tok.Pos != prev.Pos+len(prev.Val) {
+		return nil
+	}
+	r, w := utf8.DecodeRuneInString(src[min(tok.Pos+1, len(src)):])
+	if w < 2 || unicode.IsDigit(r) {
+		return nil
+	}
+	return fmt.Errorf("line %d: a number followed by '.' and %q (gonja's lexer cannot read it)", tok.Line, r)
 }
 
 // blockOpeners are the tags that open a block closed by an end tag (set opens one only in its

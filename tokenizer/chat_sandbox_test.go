@@ -110,6 +110,10 @@ func TestHostileSourcesFail(t *testing.T) {
 		{"long accessor chain", "{{ 1" + strings.Repeat(".x", 10000) + " }}", "line 1: a tag of more than 512 tokens"},
 		{"long item chain", "{% set y = 1" + strings.Repeat("[x]", 10000) + " %}", "a tag of more than 512 tokens"},
 		{"trans", "{% trans %}x{% endtrans %}", "trans"},
+		// gonja's lexer loops forever on these, allocating empty tokens until memory runs out.
+		{"number, dot, non-ASCII", "{{ 0.é }}", `line 1: a number followed by '.' and 'é'`},
+		{"float, dot, non-ASCII", "{% if 1.5.ü %}{% endif %}", `a number followed by '.' and 'ü'`},
+		{"exponent, dot, non-ASCII", "{{ x + 1e5.→ }}", `a number followed by '.' and '→'`},
 	}
 	for _, c := range cases {
 		if _, err := render(c.src, defaultLimits); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -134,6 +138,7 @@ func TestSandboxKeepsJinjaSemantics(t *testing.T) {
 		{`{% raw %}{{ not rendered }}{% endraw %}`, "{{ not rendered }}"},
 		{`{% set x %}cap{{ 1 }}{% endset %}{{ x }}`, "cap1"},
 		{`{% set y = 1 if false else 2 %}{{ y }}`, "2"},
+		{`{{ 1.5 }} {{ "1.é" }} 2.é {{ 3 }}.é {# 4.é #}`, `1.5 1.é 2.é 3.é `},
 		{`{{ 'a b c d'|wordwrap(3) }}|{{ 'x'.center(5, '*') }}|{{ messages[0].items()|list }}`, "a b\nc d|**x**|[['role', 'user'], ['content', 'hi']]"},
 	}
 	for _, c := range cases {
