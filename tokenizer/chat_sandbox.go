@@ -157,52 +157,84 @@ func budgetOf(ctx *exec.Context) (*renderBudget, error) {
 	return b, nil
 }
 
-// checkSource refuses a template whose size or nesting would make the parser recurse too deep
-// (it recurses on brackets and blocks) before gonja sees it.
+// checkSource refuses, before gonja parses it, a template that is too large, nests brackets,
+// blocks or prefix operators too deep (the parser recurses on each), has a tag of too many tokens,
+// or would make gonja's lexer loop (see lexable).
 func checkSource(src string, lim templateLimits) error {
 	if len(src) > lim.maxSource {
 		return fmt.Errorf("the template is %d bytes; at most %d are accepted", len(src), lim.maxSource)
 	}
-	brackets, blocks, unary, tag := 0, 0, 0, 0
-	stream := tokens.LexAll(lexable(src), templateConfig())
-	prev := &tokens.Token{Type: tokens.Data}
-	for ; !stream.End(); stream.Next() {
-		tok := stream.Current()
-		if err := lexerLoops(src, prev, tok); err != nil {
-			return err
-		}
-		tagName := tok.Type == tokens.Name && prev.Type == tokens.BlockBegin
-		prev = tok
-		if tag++; tok.Type == tokens.Data || tok.Type == tokens.BlockBegin || tok.Type == tokens.VariableBegin {
-			tag = 0
-		}
-		if tag > lim.maxTag {
-			return fmt.Errorf("line %d: a tag of more than %d tokens", tok.Line, lim.maxTag)
-		}
-		switch tok.Type {
-		case tokens.LeftParenthesis, tokens.LeftBracket, tokens.LeftBrace:
-			brackets++
-		case tokens.RightParenthesis, tokens.RightBracket, tokens.RightBrace:
-			brackets--
-		case tokens.Name:
-			switch {
-			case tagName && blockOpeners[tok.Val]:
-				blocks++
-			case tagName && strings.HasPrefix(tok.Val, "end"):
-				blocks--
-			}
-		}
-		// Runs of prefix operators (- - - x, not not x) recurse in the parser like brackets.
-		if tok.Type == tokens.Subtraction || tok.Type == tokens.Addition || tok.Type == tokens.Not {
-			unary++
-		} else {
-			unary = 0
-		}
-		if max(brackets, blocks, unary) > lim.maxNesting {
-			return fmt.Errorf("line %d: brackets, blocks or prefix operators nest more than %d deep", tok.Line, lim.maxNesting)
+	var st sourceState
+	// Positions are in the lexer's normalised input; the lexer runs on a goroutine so that the
+	// tokens after a lexing error (gonja lexes on past some of them) are seen too.
+	norm := normalizedSource(src)
+	lx := tokens.NewLexer(lexable(norm), templateConfig())
+	go lx.Run()
+	var err error
+	for tok := range lx.Tokens { // drained to the end, so the lexer's goroutine always returns
+		if err == nil {
+			err = st.next(norm, tok, lim)
 		}
 	}
+	return err
+}
+
+// sourceState follows nesting and tag length across the tokens of a template.
+type sourceState struct {
+	brackets, blocks, unary, tag int
+	prev                         *tokens.Token
+}
+
+func (st *sourceState) next(norm string, tok *tokens.Token, lim templateLimits) error {
+	if tok.Type == tokens.Whitespace { // the parser skips these too
+		return nil
+	}
+	prev := st.prev
+	if prev == nil {
+		prev = &tokens.Token{Type: tokens.Data}
+	}
+	st.prev = tok
+	if err := lexerLoops(norm, prev, tok); err != nil {
+		return err
+	}
+	tagName := tok.Type == tokens.Name && prev.Type == tokens.BlockBegin
+	if st.tag++; tok.Type == tokens.Data || tok.Type == tokens.BlockBegin || tok.Type == tokens.VariableBegin {
+		st.tag = 0
+	}
+	if st.tag > lim.maxTag {
+		return fmt.Errorf("line %d: a tag of more than %d tokens", tok.Line, lim.maxTag)
+	}
+	switch tok.Type {
+	case tokens.LeftParenthesis, tokens.LeftBracket, tokens.LeftBrace:
+		st.brackets++
+	case tokens.RightParenthesis, tokens.RightBracket, tokens.RightBrace:
+		st.brackets--
+	case tokens.Name:
+		switch {
+		case tagName && blockOpeners[tok.Val]:
+			st.blocks++
+		case tagName && strings.HasPrefix(tok.Val, "end"):
+			st.blocks--
+		}
+	}
+	// Runs of prefix operators (- - - x, not not x) recurse in the parser like brackets.
+	if tok.Type == tokens.Subtraction || tok.Type == tokens.Addition || tok.Type == tokens.Not {
+		st.unary++
+	} else {
+		st.unary = 0
+	}
+	if max(st.brackets, st.blocks, st.unary) > lim.maxNesting {
+		return fmt.Errorf("line %d: brackets, blocks or prefix operators nest more than %d deep", tok.Line, lim.maxNesting)
+	}
 	return nil
+}
+
+// normalizedSource is the input gonja's lexer works on: newlines as \n, the final one dropped
+// (transformers' keep_trailing_newline=False).
+func normalizedSource(src string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.ReplaceAll(src, "\r", "\n")
+	return strings.TrimSuffix(src, "\n")
 }
 
 // lexable returns src with every multi-byte character replaced by as many ASCII bytes of the

@@ -114,6 +114,7 @@ func TestHostileSourcesFail(t *testing.T) {
 		{"number, dot, non-ASCII", "{{ 0.é }}", `line 1: a number followed by '.' and 'é'`},
 		{"float, dot, non-ASCII", "{% if 1.5.ü %}{% endif %}", `a number followed by '.' and 'ü'`},
 		{"exponent, dot, non-ASCII", "{{ x + 1e5.→ }}", `a number followed by '.' and '→'`},
+		{"after a lexing error", "{%!0.ꔤ'\r", `a number followed by '.' and 'ꔤ'`},
 	}
 	for _, c := range cases {
 		if _, err := render(c.src, defaultLimits); err == nil || !strings.Contains(err.Error(), c.want) {
