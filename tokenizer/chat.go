@@ -243,8 +243,11 @@ func (t *Tokenizer) render(messages []any, opts ChatOptions, protect bool) (stri
 // expressions where Python raises (1 % 0, "a" * -1); the template comes from the model's files
 // and the messages from the caller, so a panic becomes the render's error. Errors name the
 // template.
-func execute(c *chatTemplate, vars map[string]any) (out string, err error) {
-	b := newBudget(c.lim, inputBytes(vars, 0))
+func execute(c *chatTemplate, vars map[string]any) (string, error) {
+	return executeWith(c, vars, newBudget(c.lim, inputBytes(vars, 0)))
+}
+
+func executeWith(c *chatTemplate, vars map[string]any, b *renderBudget) (out string, err error) {
 	for k, v := range b.renderVars() {
 		vars[k] = v
 	}

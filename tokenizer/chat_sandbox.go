@@ -34,10 +34,12 @@ import (
 //     budget, checked before an operation allocates where its size is known in advance ('x' *
 //     n, center, join, replace, format, ...); and loop iterations, range items, macro, filter
 //     and method calls against a step budget, so no template runs unbounded.
+//     Work that is linear in a value (in, ==, tests like eq, filters and methods other than
+//     length and the like) costs a step per item, or per KiB of a string.
 //   - Parsing: the source is at most 1 MiB, nests brackets, blocks and prefix operators at most
 //     128 deep (the parser recurses on each) and holds at most 512 tokens in one tag: gonja's
 //     error messages quote the whole failing sub-expression at every level, so a chain of 10,000
-//     .x accessors took hours to fail.
+//     .x accessors took hours to fail. Text on which gonja's lexer loops is refused (lexable).
 //
 // Every error names the template (its file) and, where gonja knows it, the line.
 //
@@ -49,8 +51,9 @@ import (
 // spell (budgetKey), and the first node of the template installs the render's guarded filters
 // and methods.
 
-// templateLimits bound one render. The defaults are far above what the shipped templates of
-// Qwen, Llama and Mistral use on long conversations.
+// templateLimits bound one render. The defaults are far above what real templates use: a
+// 2,000-message conversation with tool calls (0.5 MB) takes Qwen3's template 24,016 steps and
+// 1.3 MB, Llama 3.1's 15,009 steps and 1.3 MB (TestSandboxBudgetOfLongConversations).
 type templateLimits struct {
 	maxRange   int // items one range() yields
 	maxDepth   int // nested macro calls

@@ -174,11 +174,14 @@ func (w *sandboxWalker) expr(e nodes.Expression) nodes.Expression {
 		for _, f := range x.Filters {
 			w.filterCall(f.Args, f.Kwargs)
 		}
-	case *nodes.TestExpression: // tests (in, eq, sameas) are linear in their operands, like in and ==
-		x.Expression = guardCall(fnWork, x.Test.Token, w.expr(x.Expression))
+	case *nodes.TestExpression:
+		x.Expression = w.expr(x.Expression)
 		w.filterCall(x.Test.Args, x.Test.Kwargs)
-		for i, a := range x.Test.Args {
-			x.Test.Args[i] = guardCall(fnWork, x.Test.Token, a)
+		if linearTests[x.Test.Name] { // like in and ==: charged as work on their operands
+			x.Expression = guardCall(fnWork, x.Test.Token, x.Expression)
+			for i, a := range x.Test.Args {
+				x.Test.Args[i] = guardCall(fnWork, x.Test.Token, a)
+			}
 		}
 	case *nodes.Call:
 		w.call(x)
@@ -204,6 +207,9 @@ func (w *sandboxWalker) expr(e nodes.Expression) nodes.Expression {
 	}
 	return e
 }
+
+// linearTests are the tests that walk their operands (the others look at a type or a number).
+var linearTests = map[string]bool{"in": true, "eq": true, "equalto": true, "ne": true}
 
 // anyNode rewrites a child that gonja types as a Node (it is always an expression or nil).
 func (w *sandboxWalker) anyNode(n nodes.Node) nodes.Node {

@@ -238,6 +238,12 @@ var chatFilters = []string{"abs", "attr", "batch", "capitalize", "center", "defa
 	"striptags", "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize",
 	"wordcount", "wordwrap", "xmlattr"}
 
+// constantFilters take the same time whatever the size of their input (templates call
+// messages|length once per message): they cost one step, the others one plus their work.
+var constantFilters = map[string]bool{"length": true, "count": true, "first": true, "last": true, "default": true,
+	"d": true, "safe": true, "int": true, "float": true, "abs": true, "round": true, "attr": true, "random": true,
+	"filesizeformat": true}
+
 // guardedFilters is the render's filter set: each filter costs a step, is checked against its
 // estimate when it has one, and its result is charged.
 func guardedFilters(b *renderBudget) *exec.FilterSet {
@@ -250,7 +256,11 @@ func guardedFilters(b *renderBudget) *exec.FilterSet {
 		est := filterEstimates[name]
 		set[name] = func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 			what := "filter " + name
-			if err := b.step(1 + workOf(in, params)); err != nil {
+			cost := 1
+			if !constantFilters[name] {
+				cost += workOf(in, params)
+			}
+			if err := b.step(cost); err != nil {
 				return exec.AsValue(err)
 			}
 			if est != nil {

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,6 +262,51 @@ func TestSandboxListsExist(t *testing.T) {
 	for _, name := range dictMethods {
 		if !m.Dict.Exists(name) {
 			t.Errorf("dict method %s is not in gonja", name)
+		}
+	}
+}
+
+// The real templates stay far inside the default limits on long conversations: 500 rounds of
+// user, assistant with a tool call, tool result and answer (2,000 messages, 0.5 MB) use under a
+// tenth of the step budget and of the byte budget each.
+func TestSandboxBudgetOfLongConversations(t *testing.T) {
+	requireAssets(t)
+	var msgs []Message
+	for i := range 500 {
+		text := strings.Repeat(fmt.Sprintf("message %d, ", i), 12)
+		msgs = append(msgs, Message{Role: "user", Content: text},
+			Message{Role: "assistant", Content: "<think>\nplan\n</think>\n\ncalling", ToolCalls: []ToolCall{{Name: "search",
+				Arguments: json.RawMessage(`{"q": "` + text + `"}`)}}},
+			Message{Role: "tool", Content: text, Name: "search"},
+			Message{Role: "assistant", Content: text})
+	}
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "search", "description": "Search.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}`)
+	llama, err := os.ReadFile("testdata/templates/llama3_1.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{"qwen3": loadModel(t, "tokenizer-qwen3").Config().ChatTemplate,
+		"llama3.1": string(llama), "tiny": loadModel(t, "tiny").Config().ChatTemplate} {
+		c, err := compileTemplate(name, src, defaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk := loadModel(t, "tiny")
+		list, _ := messageList(msgs)
+		vars, err := tk.templateVars(list, ChatOptions{AddGenerationPrompt: true, Tools: []json.RawMessage{tool}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBudget(defaultLimits, inputBytes(vars, 0))
+		total := b.bytes
+		out, err := executeWith(c, vars, b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		steps, bytes := defaultLimits.maxSteps-b.steps, total-b.bytes
+		t.Logf("%s: %d bytes out; %d steps (limit %d), %d bytes built or printed (budget %d)", name, len(out), steps, defaultLimits.maxSteps, bytes, total)
+		if steps > defaultLimits.maxSteps/10 || bytes > total/10 {
+			t.Errorf("%s uses more than a tenth of a budget", name)
 		}
 	}
 }
