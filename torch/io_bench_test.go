@@ -1,7 +1,9 @@
 package torch
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
@@ -30,31 +32,78 @@ func benchFile(b *testing.B) *safetensors.File {
 	return f
 }
 
-// BenchmarkLoadTensor measures LoadTensor from a page-cached mapping to a CPU tensor, keeping bf16
-// and converting to f32 (bytes/s of file data).
+// BenchmarkLoadTensor measures LoadTensor from a page-cached file to a CPU tensor, keeping bf16
+// and converting to f32 (bytes/s of file data): through safetensors.File (pread into Go memory,
+// then the shim's copy) and, side by side, through a reader that maps the file and hands the shim
+// a view of the mapping, as safetensors.File did before it stopped mapping files (a file
+// truncated while mapped kills the process with SIGBUS).
 func BenchmarkLoadTensor(b *testing.B) {
 	f := benchFile(b)
-	for _, c := range []struct {
+	m := mapFile(b, f)
+	for _, r := range []struct {
 		name string
-		dt   DType
-	}{{"bf16", BFloat16}, {"to_f32", Float32}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(64 << 20)
-			err := Run(func() error {
-				for i := 0; i < b.N; i++ {
-					t, err := LoadTensor(f, "w", testDevice, c.dt)
-					if err != nil {
-						return err
+		src  safetensors.Reader
+	}{{"pread", f}, {"mmap", m}} {
+		for _, c := range []struct {
+			name string
+			dt   DType
+		}{{"bf16", BFloat16}, {"to_f32", Float32}} {
+			b.Run(r.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(64 << 20)
+				err := Run(func() error {
+					for i := 0; i < b.N; i++ {
+						t, err := LoadTensor(r.src, "w", testDevice, c.dt)
+						if err != nil {
+							return err
+						}
+						t.Free()
 					}
-					t.Free()
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
 				}
-				return nil
 			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		})
+		}
 	}
+}
+
+// mappedFile is the comparison reader of BenchmarkLoadTensor: f's tensors as views of a mapping.
+type mappedFile struct {
+	*safetensors.File
+	data  []byte // the data buffer of the mapping
+	start int64  // offset of the data buffer in the file
+}
+
+func mapFile(b *testing.B, f *safetensors.File) *mappedFile {
+	fd, err := os.Open(f.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mm, err := syscall.Mmap(int(fd.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { syscall.Munmap(mm) })
+	info, err := f.Info("w")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := st.Size() - info.End // one tensor: the data buffer ends the file
+	return &mappedFile{File: f, data: mm[start:], start: start}
+}
+
+func (m *mappedFile) Data(name string) ([]byte, error) {
+	info, err := m.Info(name)
+	if err != nil {
+		return nil, err
+	}
+	return m.data[info.Begin:info.End], nil
 }
 
 // BenchmarkSaveSafetensors measures writing one 64 MiB bf16 tensor (bytes/s), fsync included.
