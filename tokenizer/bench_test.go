@@ -88,6 +88,21 @@ func BenchmarkLongPiece(b *testing.B) {
 	}
 }
 
+// BenchmarkApplyChatTemplate renders Qwen3's template over a short conversation (system, user,
+// assistant with <think>, user, generation prompt): the cost of one render in its sandbox.
+func BenchmarkApplyChatTemplate(b *testing.B) {
+	tk := loadModel(b, "tokenizer-qwen3")
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "What is 2+2? Explain."},
+		{Role: "assistant", Content: "<think>\nadd\n</think>\n\n4"}, {Role: "user", Content: "And 3+3?"}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tk.ApplyChatTemplate(msgs, ChatOptions{AddGenerationPrompt: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkLoad reports load time and the heap a loaded tokenizer keeps.
 func BenchmarkLoad(b *testing.B) {
 	for _, name := range benchModels {

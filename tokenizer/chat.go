@@ -57,8 +57,9 @@ type chatTemplate struct {
 
 // chatEnvironment is gonja's environment with transformers' differences (tojson is json.dumps
 // over ordered dicts, items keeps dict order, raise_exception and strftime_now exist) and the
-// sandbox's control structures. Its filters and methods are empty: each render installs its
-// own guarded ones (sandboxStart), so none is reachable unguarded.
+// sandbox's control structures. Its filters are the sandbox's guarded ones; its methods are
+// empty: each render installs its own guarded ones (sandboxStart), so none is reachable
+// unguarded.
 func chatEnvironment() *exec.Environment {
 	ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	ctx.Set("raise_exception", func(msg string) (string, error) {
@@ -69,7 +70,7 @@ func chatEnvironment() *exec.Environment {
 	})
 	return &exec.Environment{
 		Context:           ctx,
-		Filters:           exec.NewFilterSet(map[string]exec.FilterFunction{}),
+		Filters:           sandboxFilters(),
 		Tests:             builtins.Tests,
 		ControlStructures: sandboxControlStructures(),
 		Methods: exec.Methods{Bool: exec.NewMethodSet(map[string]exec.Method[bool]{}),

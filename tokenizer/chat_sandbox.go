@@ -44,12 +44,13 @@ import (
 // Every error names the template (its file) and, where gonja knows it, the line.
 //
 // How the limits are hooked into gonja (chat_sandbox_ast.go): after parsing, the tree is
-// walked once; every *, + and ~ becomes a call to a guarded function, every {{ }} passes its
-// value through a function that charges its printed size, every block body starts with a node
-// that charges a step and the bytes of its literal text, and macros are wrapped to count their
-// depth. The per-render budget travels in the render's variables under a name no template can
-// spell (budgetKey), and the first node of the template installs the render's guarded filters
-// and methods.
+// walked once; every *, + and ~ becomes a call to a guarded function, the operands of in and ==
+// pass through one that charges their work, every {{ }} becomes a node that charges its printed
+// size, every block body starts with a node that charges a step and the bytes of its literal
+// text, and macros are wrapped to count their depth. The per-render budget travels in the
+// render's variables under a name no template can spell (budgetKey), where the guards and the
+// filters (chat_sandbox_ops.go) find it; methods do not see the variables, so the first node of
+// the template installs methods bound to the render's budget (chat_sandbox_methods.go).
 
 // templateLimits bound one render. The defaults are far above what real templates use: a
 // 2,000-message conversation with tool calls (0.5 MB) takes Qwen3's template 24,016 steps and

@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"fmt"
+	"io"
+	"slices"
 
 	cs "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -20,7 +22,6 @@ const (
 	fnMul    = "mtgrpo *"
 	fnAdd    = "mtgrpo +"
 	fnConcat = "mtgrpo ~"
-	fnOut    = "mtgrpo print"
 	fnWork   = "mtgrpo work"
 )
 
@@ -45,8 +46,10 @@ func (w *sandboxWalker) fail(format string, args ...any) {
 // bytes of the block's literal text (what executing the block writes besides its {{ }}).
 func (w *sandboxWalker) body(list []nodes.Node, start budgetNode) []nodes.Node {
 	bytes := 0
-	for _, n := range list {
-		bytes += w.node(n)
+	for i, n := range list {
+		var b int
+		list[i], b = w.node(n)
+		bytes += b
 	}
 	start.setCost(bytes)
 	at := &tokens.Token{Line: 1}
@@ -68,27 +71,25 @@ func (w *sandboxWalker) wrapper(wr *nodes.Wrapper) {
 	wr.Nodes = w.body(wr.Nodes, &tick{at: at})
 }
 
-// node rewrites one node of a block and returns the literal bytes it writes.
-func (w *sandboxWalker) node(n nodes.Node) int {
+// node rewrites one node of a block; it returns the node to run in its place and the literal
+// bytes it writes.
+func (w *sandboxWalker) node(n nodes.Node) (nodes.Node, int) {
 	switch x := n.(type) {
 	case *nodes.Data:
-		return len(x.Data.Val)
+		return n, len(x.Data.Val)
 	case *nodes.Comment:
 	case *nodes.Output:
-		x.Condition = w.expr(x.Condition)
-		x.Expression = printed(w.expr(x.Expression))
-		if x.Alternative != nil {
-			x.Alternative = printed(w.expr(x.Alternative))
-		}
+		x.Condition, x.Expression, x.Alternative = w.expr(x.Condition), w.expr(x.Expression), w.expr(x.Alternative)
+		return &nodes.ControlStructureBlock{Location: x.Start, Name: "print", ControlStructure: &printNode{x}}, 0
 	case *nodes.ControlStructureBlock:
 		x.ControlStructure = w.control(x.ControlStructure)
 		if raw, ok := x.ControlStructure.(*rawBlock); ok {
-			return len(raw.text)
+			return n, len(raw.text)
 		}
 	default:
 		w.fail("chat template sandbox: unexpected node %T at %v", n, n.Position())
 	}
-	return 0
+	return n, 0
 }
 
 // control rewrites the expressions and bodies of a control structure, and returns it (or its
@@ -162,8 +163,14 @@ func (w *sandboxWalker) expr(e nodes.Expression) nodes.Expression {
 			return guardCall(fnAdd, x.Operator.Token, x.Left, x.Right)
 		case tokens.Tilde:
 			return guardCall(fnConcat, x.Operator.Token, x.Left, x.Right)
-		case tokens.In, tokens.Equals, tokens.Ne: // linear in the operands' size: charged as work
-			x.Left, x.Right = guardCall(fnWork, x.Operator.Token, x.Left), guardCall(fnWork, x.Operator.Token, x.Right)
+		case tokens.Equals, tokens.Ne: // linear in the operands' size, unless one is a literal
+			if !literal(x.Left) && !literal(x.Right) {
+				x.Left, x.Right = guardCall(fnWork, x.Operator.Token, x.Left), guardCall(fnWork, x.Operator.Token, x.Right)
+			}
+		case tokens.In: // linear in the container's size
+			if !literal(x.Right) {
+				x.Right = guardCall(fnWork, x.Operator.Token, x.Right)
+			}
 		}
 	case *nodes.UnaryExpression:
 		x.Term = w.expr(x.Term)
@@ -208,6 +215,20 @@ func (w *sandboxWalker) expr(e nodes.Expression) nodes.Expression {
 	return e
 }
 
+// literal reports whether e is written out in the template (a constant, or a list of them):
+// comparing with it, or searching it, costs no more than its own size.
+func literal(e nodes.Expression) bool {
+	switch x := e.(type) {
+	case *nodes.String, *nodes.Integer, *nodes.Float, *nodes.Bool, *nodes.None:
+		return true
+	case *nodes.List:
+		return !slices.ContainsFunc(x.Val, func(v nodes.Expression) bool { return !literal(v) })
+	case *nodes.Tuple:
+		return !slices.ContainsFunc(x.Val, func(v nodes.Expression) bool { return !literal(v) })
+	}
+	return false
+}
+
 // linearTests are the tests that walk their operands (the others look at a type or a number).
 var linearTests = map[string]bool{"in": true, "eq": true, "equalto": true, "ne": true}
 
@@ -246,8 +267,43 @@ func guardCall(fn string, tok *tokens.Token, args ...nodes.Expression) nodes.Exp
 	return &nodes.Call{Location: tok, Func: name, Args: args, Kwargs: map[string]nodes.Expression{}}
 }
 
-// printed wraps what a {{ }} prints in the charge for its size.
-func printed(e nodes.Expression) nodes.Expression { return guardCall(fnOut, e.Position(), e) }
+// printNode runs a {{ }} as gonja's renderer does (condition, alternative, autoescape) and charges
+// what it writes.
+type printNode struct{ out *nodes.Output }
+
+func (p *printNode) Position() *tokens.Token { return p.out.Start }
+func (p *printNode) String() string          { return p.out.String() }
+func (p *printNode) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
+	expr := p.out.Expression
+	if p.out.Condition != nil {
+		c := r.Eval(p.out.Condition)
+		if c.IsError() {
+			return fmt.Errorf("line %d: %s: %w", p.out.Condition.Position().Line, p.out.Condition, c)
+		}
+		if c.IsNil() || !c.IsTrue() {
+			if expr = p.out.Alternative; expr == nil {
+				return nil
+			}
+		}
+	}
+	v := r.Eval(expr)
+	if v.IsError() {
+		return fmt.Errorf("line %d: %s: %w", expr.Position().Line, expr, v)
+	}
+	text := v.String()
+	if r.Config.AutoEscape && v.IsString() && !v.Safe {
+		text = v.Escaped()
+	}
+	b, err := budgetOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	if err := b.charge(len(text), "printing "+short(v)); err != nil {
+		return err
+	}
+	_, err = io.WriteString(r.Output, text)
+	return err
+}
 
 // budgetNode is the first node of a block body: it charges the block's cost when it runs.
 type budgetNode interface {
@@ -278,7 +334,8 @@ func (t *tick) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
 }
 
 // sandboxStart is the template's first node: besides charging like a tick, it installs the
-// render's guarded filters and methods, which every renderer made after it inherits.
+// render's guarded methods (methods, unlike filters, do not see the render's variables, so they
+// carry its budget themselves), which every renderer made after it inherits.
 type sandboxStart struct{ tick }
 
 func (s *sandboxStart) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
@@ -286,7 +343,6 @@ func (s *sandboxStart) Execute(r *exec.Renderer, tag *nodes.ControlStructureBloc
 	if err != nil {
 		return err
 	}
-	r.Environment.Filters = guardedFilters(b)
 	r.Environment.Methods = guardedMethods(b)
 	return s.tick.Execute(r, tag)
 }

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -55,17 +56,35 @@ func widthEstimate(in *exec.Value, p *exec.VarArgs) int {
 	return max(len(in.String()), mulSat(argInt(p, 0, "width", 0), 4))
 }
 
-// guardedMethods is the render's method set.
+// guardedMethods is the render's method set: the string, dict and list methods charge b; the
+// number methods take constant time and are shared.
 func guardedMethods(b *renderBudget) exec.Methods {
 	base := builtins.Methods
+	n := numberMethods()
 	return exec.Methods{
 		Str:   guardMethods(b, base.Str, strMethods, strEstimates),
 		Dict:  guardMethods(b, orderedDictMethods(base.Dict), dictMethods, nil),
 		List:  guardMethods(b, base.List, listMethods, nil),
-		Int:   guardMethods(b, base.Int, intMethods, nil),
-		Float: guardMethods(b, base.Float, floatMethods, nil),
-		Bool:  guardMethods(b, base.Bool, boolMethods, nil),
+		Int:   n.Int,
+		Float: n.Float,
+		Bool:  n.Bool,
 	}
+}
+
+var numberMethods = sync.OnceValue(func() exec.Methods {
+	base := builtins.Methods
+	return exec.Methods{Int: pick(base.Int, intMethods), Float: pick(base.Float, floatMethods), Bool: pick(base.Bool, boolMethods)}
+})
+
+// pick is the named methods of base.
+func pick[T any](base *exec.MethodSet[T], names []string) *exec.MethodSet[T] {
+	set := map[string]exec.Method[T]{}
+	for _, name := range names {
+		if m, ok := base.Get(name); ok {
+			set[name] = m
+		}
+	}
+	return exec.NewMethodSet(set)
 }
 
 func guardMethods[T any](b *renderBudget, base *exec.MethodSet[T], names []string, est map[string]estimator) *exec.MethodSet[T] {

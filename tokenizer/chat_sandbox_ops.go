@@ -5,12 +5,11 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/nodes"
-	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
 // The guarded operations of a render (see chat_sandbox.go): the operators, printing, range and
@@ -27,78 +26,95 @@ const slot = 16
 func (b *renderBudget) renderVars() map[string]any {
 	return map[string]any{
 		budgetKey: b, fnMul: b.binary(opMul), fnAdd: b.binary(opAdd), fnConcat: b.binary(opConcat),
-		fnOut: b.print, fnWork: b.workOn, "range": b.rangeFn, "lipsum": b.lipsum,
+		fnWork: b.workOn, "range": b.rangeFn, "lipsum": b.lipsum,
 	}
 }
 
-// binaryOp is one of gonja's operators, evaluated by gonja itself on the guard's operands.
+// binaryOp is one of the operators that can build large values: its result as gonja's evaluator
+// computes it, and the bytes that result takes, known before it is built.
 type binaryOp struct {
 	symbol string
-	node   *nodes.BinaryExpression // a op b over the names "a" and "b"
+	apply  func(l, r *exec.Value) *exec.Value
 	size   func(l, r *exec.Value) int
 }
 
-func newOp(typ tokens.Type, symbol string, size func(l, r *exec.Value) int) binaryOp {
-	name := func(n string) *nodes.Name { return &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: n}} }
-	op := &nodes.BinOperator{Token: &tokens.Token{Type: typ, Val: symbol}}
-	return binaryOp{symbol: symbol, node: &nodes.BinaryExpression{Left: name("a"), Right: name("b"), Operator: op}, size: size}
-}
-
+// The three operators, as gonja's evalBinaryExpression evaluates them (there is no list
+// repetition: [1] * 2 is 0; "a" * -1 panics, which execute turns into an error).
 var (
-	opMul = newOp(tokens.Multiply, "*", func(l, r *exec.Value) int {
-		if l.IsString() && !l.IsFloat() && !r.IsFloat() && r.Integer() > 0 {
-			return mulSat(len(l.String()), r.Integer())
-		}
-		return 0 // numbers; gonja has no list repetition (it yields 0)
-	})
-	opAdd = newOp(tokens.Addition, "+", func(l, r *exec.Value) int {
-		switch {
-		case l.IsList() && r.IsList():
-			return slot * (l.Len() + r.Len())
-		case l.IsFloat() || r.IsFloat():
+	opMul = binaryOp{symbol: "*",
+		apply: func(l, r *exec.Value) *exec.Value {
+			switch {
+			case l.IsFloat() || r.IsFloat():
+				return exec.AsValue(l.Float() * r.Float())
+			case l.IsString():
+				return exec.AsValue(strings.Repeat(l.String(), r.Integer()))
+			}
+			return exec.AsValue(l.Integer() * r.Integer())
+		},
+		size: func(l, r *exec.Value) int {
+			if l.IsString() && !l.IsFloat() && !r.IsFloat() && r.Integer() > 0 {
+				return mulSat(len(l.String()), r.Integer())
+			}
 			return 0
-		case l.IsString() || r.IsString():
-			return len(l.String()) + len(r.String())
-		}
-		return 0
-	})
-	opConcat = newOp(tokens.Tilde, "~", func(l, r *exec.Value) int { return len(l.String()) + len(r.String()) })
+		}}
+	opAdd = binaryOp{symbol: "+",
+		apply: func(l, r *exec.Value) *exec.Value {
+			switch {
+			case l.IsList():
+				if !r.IsList() {
+					return exec.AsValue(fmt.Errorf("unable to concatenate a list to %s", short(r)))
+				}
+				out := make([]any, 0, l.Len()+r.Len())
+				for _, v := range []*exec.Value{l, r} {
+					v.Iterate(func(_, _ int, k, _ *exec.Value) bool {
+						out = append(out, k.Interface())
+						return true
+					}, func() {})
+				}
+				return exec.AsValue(out)
+			case l.IsFloat() || r.IsFloat():
+				return exec.AsValue(l.Float() + r.Float())
+			case l.IsString() || r.IsString():
+				return exec.AsValue(l.String() + r.String())
+			}
+			return exec.AsValue(l.Integer() + r.Integer())
+		},
+		size: func(l, r *exec.Value) int {
+			switch {
+			case l.IsList() && r.IsList():
+				return slot * (l.Len() + r.Len())
+			case l.IsFloat() || r.IsFloat():
+				return 0
+			case l.IsString() || r.IsString():
+				return len(l.String()) + len(r.String())
+			}
+			return 0
+		}}
+	opConcat = binaryOp{symbol: "~",
+		apply: func(l, r *exec.Value) *exec.Value { return exec.AsValue(l.String() + r.String()) },
+		size:  func(l, r *exec.Value) int { return len(l.String()) + len(r.String()) }}
 )
 
-var opConfig = templateConfig()
-
-// binary returns the guard of op: it refuses a result larger than the budget before gonja
-// builds it, then charges it.
+// binary returns the guard of op: it refuses a result larger than the budget before it is built,
+// then charges it.
 func (b *renderBudget) binary(op binaryOp) func(*exec.VarArgs) *exec.Value {
 	return func(args *exec.VarArgs) *exec.Value {
 		if len(args.Args) != 2 {
 			return exec.AsValue(fmt.Errorf("operator %s needs two operands", op.symbol))
 		}
 		l, r := args.Args[0], args.Args[1]
-		if l.IsList() && r.IsList() { // gonja appends item by item through reflection: slow
+		if l.IsList() && r.IsList() {
 			if err := b.step(l.Len() + r.Len()); err != nil {
 				return exec.AsValue(err)
 			}
 		}
-		if err := b.charge(op.size(l, r), fmt.Sprintf("%s %s %s", short(l), op.symbol, short(r))); err != nil {
-			return exec.AsValue(err)
+		n := op.size(l, r)
+		if b.err != nil || n > b.bytes { // the message only when it fails: this runs for every +
+			return exec.AsValue(b.check(n, fmt.Sprintf("%s %s %s", short(l), op.symbol, short(r))))
 		}
-		ctx := exec.NewContext(map[string]any{"a": l, "b": r})
-		e := &exec.Evaluator{Config: opConfig, Environment: &exec.Environment{Context: ctx}}
-		return e.Eval(op.node)
+		b.bytes -= n
+		return op.apply(l, r)
 	}
-}
-
-// print charges what a {{ }} writes.
-func (b *renderBudget) print(args *exec.VarArgs) *exec.Value {
-	if len(args.Args) != 1 {
-		return exec.AsValue(fmt.Errorf("print needs one value"))
-	}
-	v := args.Args[0]
-	if err := b.charge(len(v.String()), "printing "+short(v)); err != nil {
-		return exec.AsValue(err)
-	}
-	return v
 }
 
 // work is the steps an operation linear in v costs beyond its one: an item of a list or dict is a
@@ -244,44 +260,54 @@ var constantFilters = map[string]bool{"length": true, "count": true, "first": tr
 	"d": true, "safe": true, "int": true, "float": true, "abs": true, "round": true, "attr": true, "random": true,
 	"filesizeformat": true}
 
-// guardedFilters is the render's filter set: each filter costs a step, is checked against its
-// estimate when it has one, and its result is charged.
-func guardedFilters(b *renderBudget) *exec.FilterSet {
+// sandboxFilters is the filter set of every chat template: each filter costs a step (and its
+// work), is checked against its estimate when it has one, and its result is charged, all to the
+// budget of the render that calls it.
+var sandboxFilters = sync.OnceValue(func() *exec.FilterSet {
 	set := map[string]exec.FilterFunction{}
 	for _, name := range chatFilters {
-		f, ok := baseFilter(b, name)
-		if !ok {
-			continue
-		}
-		est := filterEstimates[name]
-		set[name] = func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
-			what := "filter " + name
-			cost := 1
-			if !constantFilters[name] {
-				cost += workOf(in, params)
-			}
-			if err := b.step(cost); err != nil {
-				return exec.AsValue(err)
-			}
-			if est != nil {
-				if err := b.check(est(in, params), what); err != nil {
-					return exec.AsValue(err)
-				}
-			}
-			out := f(e, in, params)
-			if err := b.charge(valueSize(out), what); err != nil {
-				return exec.AsValue(err)
-			}
-			return out
+		if f, ok := baseFilter(name); ok {
+			set[name] = guardFilter(name, f)
 		}
 	}
 	return exec.NewFilterSet(set)
+})
+
+func guardFilter(name string, f exec.FilterFunction) exec.FilterFunction {
+	est, what := filterEstimates[name], "filter "+name
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		b, err := budgetOf(e.Environment.Context)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		cost := 1
+		if !constantFilters[name] {
+			cost += workOf(in, params)
+		}
+		if err := b.step(cost); err != nil {
+			return exec.AsValue(err)
+		}
+		if est != nil {
+			if err := b.check(est(in, params), what); err != nil {
+				return exec.AsValue(err)
+			}
+		}
+		out := f(e, in, params)
+		if err := b.charge(valueSize(out), what); err != nil {
+			return exec.AsValue(err)
+		}
+		return out
+	}
 }
 
-func baseFilter(b *renderBudget, name string) (exec.FilterFunction, bool) {
+func baseFilter(name string) (exec.FilterFunction, bool) {
 	switch name {
 	case "tojson":
 		return func(e *exec.Evaluator, in *exec.Value, p *exec.VarArgs) *exec.Value {
+			b, err := budgetOf(e.Environment.Context)
+			if err != nil {
+				return exec.AsValue(err)
+			}
 			return toJSON(in, p, b.bytes)
 		}, true
 	case "items":
