@@ -191,15 +191,19 @@ func (m *Model) head(b *Batch, hflat *torch.Tensor, o ForwardOptions) *Output {
 }
 
 // scoreChunk is the head on a few rows: norm → lm_head → float32 → /temperature → log_softmax,
-// taken at the targets; entropy −Σ p log p when asked (nil otherwise).
+// taken at the targets; entropy −Σ p log p when asked (nil otherwise). The logits are freed as soon
+// as the log-probabilities exist (log_softmax's backward needs only its output), so a chunk holds
+// one [rows, vocab] float32 tensor, not two, from there on, in backward too.
 func (m *Model) scoreChunk(hflat *torch.Tensor, pred, target []int64, o ForwardOptions) (lp, ent *torch.Tensor) {
 	rows := torch.FromSlice(pred).ToDevice(m.Device)
 	tgt := torch.FromSlice(target).ToDevice(m.Device)
-	logits := m.logits(hflat.IndexSelect(0, rows))
-	if t := o.temperature(); t != 1 {
-		logits = logits.DivScalar(t)
-	}
-	logp := logits.LogSoftmax(-1)
+	logp := torch.Scoped(func() *torch.Tensor {
+		logits := m.logits(hflat.IndexSelect(0, rows))
+		if t := o.temperature(); t != 1 {
+			logits = logits.DivScalar(t)
+		}
+		return logits.LogSoftmax(-1)
+	})
 	lp = logp.Gather(-1, tgt.Unsqueeze(-1)).Squeeze(-1)
 	if o.Entropy {
 		ent = logp.Exp().Mul(logp).Sum(false, -1).Neg()
