@@ -30,6 +30,9 @@ type Config struct {
 	Critic CriticConfig
 	// Seed drives sampling, mini-batch shuffling and everything else random in a step.
 	Seed uint64
+	// PeakFLOPS is the device's peak dense FLOP/s in the training dtype (e.g. 989e12 for an H100's
+	// bf16); when set, perf/mfu reports the actor update's model FLOPs utilisation. 0: unknown.
+	PeakFLOPS float64
 }
 
 // RolloutConfig says what one step generates.

@@ -116,6 +116,18 @@ func (m Metrics) throughput(samples []*sample) {
 	}
 }
 
+// mfu adds perf/mfu: the actor update's model FLOPs (6 per parameter per token for forward and
+// backward, the usual estimate, attention left out) over its time
+// and the device's peak. Nothing when the peak is unknown.
+func (m Metrics) mfu(params int64, epochs int, peak float64) {
+	secs := m["timing_s/update_actor"]
+	if peak <= 0 || secs <= 0 {
+		return
+	}
+	flops := 6 * float64(params) * m["perf/total_num_tokens"] * float64(epochs)
+	m["perf/mfu"] = flops / secs / peak
+}
+
 // phaseShare adds timing_s/<phase> as fractions of the step (timing_frac/<phase>).
 func (m Metrics) phaseShare() {
 	step := m["timing_s/step"]

@@ -127,6 +127,7 @@ func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout
 	m.rolloutStats(trajs)
 	m["timing_s/step"] = time.Since(start).Seconds()
 	m.throughput(samples)
+	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
 	m.phaseShare()
 	return m, trajs, nil
 }
