@@ -116,40 +116,27 @@ func (c *Critic) values(samples []*sample, budget int) error {
 	return nil
 }
 
-// update trains the critic on the returns: the clipped value loss, aggregated like the policy
-// loss, one optimizer step per mini-batch and epoch.
+// updateCritic trains the critic on the returns: the clipped value loss, aggregated like the policy
+// loss, one optimizer step per mini-batch and epoch (a non-finite gradient norm skips it).
 func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
-	c, u := t.ms.Critic, t.cfg.Update
-	acc := newStatAcc()
-	defer acc.close()
-	for epoch := 0; epoch < u.Epochs; epoch++ {
-		for _, mb := range miniBatches(samples, u.MiniBatches, t.stepRNG(uint64(epoch+101))) {
-			if err := t.setWeights(mb); err != nil {
-				return err
-			}
-			for _, micro := range pack(mb, u.MicroTokens) {
-				if err := t.criticMicro(micro, acc); err != nil {
-					return err
-				}
-			}
-			maxNorm := t.cfg.Critic.MaxGradNorm
-			if maxNorm == 0 {
-				maxNorm = math.Inf(1)
-			}
-			norm := torch.ClipGradNorm(c.tensors(), maxNorm)
-			m["critic/grad_norm"] = norm
-			if !math.IsNaN(norm) && !math.IsInf(norm, 0) {
-				c.opt.Step()
-				c.opt.ZeroGrad()
-			} else {
-				c.opt.Skip()
-				m["critic/skipped_steps"]++
-			}
-			acc.updates++
+	c := t.ms.Critic
+	return t.passes(samples, rngCritic, m, func(micro []*sample, _ int, acc *statAcc) error {
+		return t.criticMicro(micro, acc)
+	}, func() {
+		maxNorm := t.cfg.Critic.MaxGradNorm
+		if maxNorm == 0 {
+			maxNorm = math.Inf(1)
 		}
-	}
-	acc.report(m)
-	return nil
+		norm := torch.ClipGradNorm(c.tensors(), maxNorm)
+		m["critic/grad_norm"] = norm
+		if math.IsNaN(norm) || math.IsInf(norm, 0) {
+			c.opt.Skip()
+			m["critic/skipped_steps"]++
+			return
+		}
+		c.opt.Step()
+		c.opt.ZeroGrad()
+	})
 }
 
 // criticMicro backpropagates one micro-batch's value loss.

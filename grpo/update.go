@@ -14,20 +14,37 @@ import (
 // micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
 // leaves weights and optimizer state untouched.
 func (t *Trainer) update(samples []*sample, m Metrics) error {
+	return t.passes(samples, rngActor, m, func(micro []*sample, epoch int, acc *statAcc) error {
+		return t.microStep(micro, epoch == 0, acc)
+	}, func() { t.optimizerStep(m) })
+}
+
+// Purposes of the step's random generators (stepRNG).
+const (
+	rngActor  = 1   // the actor's mini-batch shuffles, one per epoch from here
+	rngCritic = 101 // the critic's
+)
+
+// passes runs Epochs passes over samples, each split into MiniBatches by trajectory (shuffled by
+// the step's generator for purpose+epoch), each mini-batch's aggregation weights set from all its
+// tokens, its micro-batches (at most MicroTokens tokens) given to micro, then step called once.
+// The loss statistics accumulate over everything and are reported at the end.
+func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics,
+	micro func(micro []*sample, epoch int, acc *statAcc) error, step func()) error {
 	u := t.cfg.Update
 	acc := newStatAcc()
 	defer acc.close()
 	for epoch := 0; epoch < u.Epochs; epoch++ {
-		for _, mb := range miniBatches(samples, u.MiniBatches, t.stepRNG(uint64(epoch+1))) {
+		for _, mb := range miniBatches(samples, u.MiniBatches, t.stepRNG(purpose+uint64(epoch))) {
 			if err := t.setWeights(mb); err != nil {
 				return err
 			}
-			for _, micro := range pack(mb, u.MicroTokens) {
-				if err := t.microStep(micro, epoch == 0, acc); err != nil {
+			for _, mc := range pack(mb, u.MicroTokens) {
+				if err := micro(mc, epoch, acc); err != nil {
 					return err
 				}
 			}
-			t.optimizerStep(m)
+			step()
 			acc.updates++
 		}
 	}
