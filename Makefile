@@ -24,6 +24,7 @@ shim: $(SHIM)
 
 build: $(SHIM)
 	$(GO) build -o $(BIN) ./cmd/mtgrpo
+	$(GO) build -o bin/mtgrpo-sandbox ./cmd/mtgrpo-sandbox
 
 test: $(SHIM)
 	$(GO) vet ./...

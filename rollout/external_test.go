@@ -199,9 +199,12 @@ func wordPolicy(prompt string, _ int) (string, FinishReason) {
 }
 
 // Six episodes on a server that takes two sessions at once: the driver admits two at a time
-// (MaxOpenEpisodes = MaxConcurrent), so no session is refused (retries are off).
+// (MaxOpenEpisodes = MaxConcurrent), so no session is refused (retries are off), even though the
+// server takes 100 ms to release a session after its episode's goodbye: an episode's Close
+// returns once the server has released it.
 func TestDriverOpenEnv(t *testing.T) {
-	e, err := openenv.Open(openenv.Config{URLs: []string{openEnvServer(t, "--max-sessions", "2")}, MaxSessions: 2, Retries: -1,
+	server := openEnvServer(t, "--max-sessions", "2", "--slow-release", "0.1")
+	e, err := openenv.Open(openenv.Config{URLs: []string{server}, MaxSessions: 2, Retries: -1,
 		System: "Guess the word."})
 	if err != nil {
 		t.Fatal(err)

@@ -60,9 +60,15 @@ func TestStdioToolsAndCall(t *testing.T) {
 	}
 }
 
-// A hung tool times out after CallTimeout; the session stays usable.
+// A hung tool times out after CallTimeout; the session stays usable: the server process that
+// answered before the hang answers after it. Only the hung call runs under the short limit; the
+// calls around it have the default one, since a loaded machine can take longer than 300 ms for
+// any round trip and such a call would fail for the wrong reason.
 func TestCallTimeout(t *testing.T) {
-	c := connect(t, Config{Servers: []ServerConfig{stdioServer(t)}, CallTimeout: 300 * time.Millisecond})
+	c := connect(t, Config{Servers: []ServerConfig{stdioServer(t)}})
+	pid0, _ := whoami(t, c)
+	srv := toolByName(t, c, "hang").(*Tool).srv
+	srv.limits.CallTimeout = 300 * time.Millisecond
 	t0 := time.Now()
 	_, err := call(t, toolByName(t, c, "hang"), `{}`)
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") {
@@ -71,8 +77,12 @@ func TestCallTimeout(t *testing.T) {
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("hang returned after %v", d)
 	}
+	srv.limits.CallTimeout = DefaultCallTimeout
 	if got, err := call(t, toolByName(t, c, "echo"), `{"text": "still here"}`); got != "still here" || err != nil {
 		t.Errorf("echo after a timeout = %q, %v", got, err)
+	}
+	if pid1, n := whoami(t, c); pid1 != pid0 || n != "3" {
+		t.Errorf("after the timeout: pid %s call %s, want pid %s call 3 (the same process)", pid1, n, pid0)
 	}
 }
 

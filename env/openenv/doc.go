@@ -22,6 +22,12 @@
 // process (OpenEnv's first releases, and servers written that way): a pool of URLs, one episode
 // per URL at a time.
 //
+// An episode's session ends with the goodbye, then a wait (at most closeWait) for the server to
+// close the connection, which OpenEnv's server does after it has released the session: when
+// Close (or the last Step) returns, the session is free on the server unless the server took
+// longer than that, and the next episode's reset is not refused at capacity (session.go says
+// why closing from this side would not do).
+//
 // An episode: Reset takes a free session (waiting at most SlotWait), resets with the task's seed
 // and an episode_id; the opening messages are the system prompt, the task's prompt and the reset
 // observation as a user message. Each Step sends {ActionField: the model's message} (what

@@ -91,12 +91,25 @@ func (s *wsSession) step(ctx context.Context, action map[string]any) (result, er
 	return s.roundTrip(ctx, "step", action)
 }
 
-// close says goodbye as OpenEnv's client does ({"type": "close"}, best effort) and closes.
+// close says goodbye as OpenEnv's client does ({"type": "close"}) and waits, at most closeWait,
+// for the server to close the connection, so that the session is free on the server when close
+// returns and the next episode's reset is not refused at capacity. OpenEnv's server closes the
+// connection only after it has released the session (websocket_endpoint's finally in
+// http_server.py). Closing from this side instead would not wait for that: the server's
+// WebSocket layer (uvicorn) answers a close frame at once, while the application may not yet
+// have seen the connection end. A server that answers the goodbye with a message does not know
+// it, and gets the close handshake from this side.
 func (s *wsSession) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
 	defer cancel()
-	_ = s.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"close"}`))
-	_ = s.conn.Close(websocket.StatusNormalClosure, "")
+	defer s.conn.CloseNow() // after the server's close frame, or the wait, or a failed write
+	if err := s.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"close"}`)); err != nil {
+		return // the connection is gone already (a request's ctx ended, the server dropped it)
+	}
+	// coder/websocket answers the server's close frame inside Read, which then fails with it.
+	if _, _, err := s.conn.Read(ctx); err == nil {
+		_ = s.conn.Close(websocket.StatusNormalClosure, "")
+	}
 }
 
 // httpSession posts to a server that keeps one environment per process.

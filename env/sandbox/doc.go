@@ -3,8 +3,11 @@
 // Each Run gets a fresh temporary directory as its working directory and HOME, an empty
 // environment (HOME, TMPDIR, LANG only), the interpreter in isolated mode (-I -S -B), and its own
 // process group. Only the standard library is importable unless Config.SitePackages adds the
-// interpreter's installed packages (numpy, sympy, ...). Every run starts as this binary
-// re-executed as a helper (helper.go), which prepares the process and execs the interpreter.
+// interpreter's installed packages (numpy, sympy, ...). Every run starts as a helper binary
+// (helper.go), which prepares the process and execs the interpreter: cmd/mtgrpo-sandbox, found
+// beside the running executable or named by Config.Helper, else this binary re-executed
+// (helper_binary.go; New logs which). Ship bin/mtgrpo-sandbox beside bin/mtgrpo: without it,
+// every run of bin/mtgrpo loads libtorch first.
 //
 // # What is guaranteed, and the test that shows it
 //

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Every run starts as a re-execution of this binary (/proc/self/exe) as a helper: this package's
-// init sees helperEnv, prepares the process and execs the interpreter, which keeps the helper's
-// pid. The helper exists because these steps must happen between clone and exec, where Go's exec
+// Every run starts as the helper: a binary that imports this package (cmd/mtgrpo-sandbox, or the
+// running binary itself; helper_binary.go says which), whose copy of this package's init sees
+// helperEnv, prepares the process and execs the interpreter, which keeps the helper's pid. The helper exists because these steps must happen between clone and exec, where Go's exec
 // runs no code of ours, and in this order:
 //
 //  1. join the run's memory cgroup, so every page of the interpreter is charged to it;
@@ -30,7 +30,8 @@ import (
 // A failure is written to the trainer through the error pipe and the helper exits with
 // helperExit; the pipe closes on exec, so the trainer tells "the helper failed" from "the
 // program failed" without guessing from exit codes. Every binary that imports this package
-// carries the helper; nothing needs to call it.
+// carries the helper; nothing needs to call it. The helper refuses a spec of another protocol
+// (helper_binary.go) rather than carry out part of it.
 
 const helperEnv = "MTGRPO_SANDBOX_HELPER"
 
@@ -52,9 +53,10 @@ var errTrainerGone = errors.New("the trainer exited")
 
 // helperSpec is what the trainer tells the helper, as JSON in helperEnv.
 type helperSpec struct {
-	Python string   // interpreter path (the same inside the minimal root, via the binds)
-	Args   []string // argv, Args[0] included
-	Env    []string // the interpreter's environment
+	Protocol string   // the trainer's HelperProtocol: the helper runs only a spec of its own
+	Python   string   // interpreter path (the same inside the minimal root, via the binds)
+	Args     []string // argv, Args[0] included
+	Env      []string // the interpreter's environment
 	// UID is the uid/gid to switch to; -1 keeps the current one and empties the capabilities.
 	UID int
 	// Cgroup is the cgroup.procs file of the run's memory cgroup; "" for none.
@@ -65,6 +67,10 @@ type helperSpec struct {
 }
 
 func init() {
+	if os.Getenv(helperPingEnv) != "" {
+		fmt.Println(helperGreeting + HelperProtocol())
+		os.Exit(0)
+	}
 	if spec := os.Getenv(helperEnv); spec != "" {
 		// Capabilities, the parent-death signal and the seccomp filter are per thread: the thread
 		// that sets them must be the one that execs. init runs on the main thread, locked.
@@ -83,6 +89,9 @@ func runHelper(specJSON string) error {
 	var s helperSpec
 	if err := json.Unmarshal([]byte(specJSON), &s); err != nil {
 		return err
+	}
+	if s.Protocol != HelperProtocol() {
+		return fmt.Errorf("the trainer speaks protocol %q, this helper %q: build both from the same source (make build)", s.Protocol, HelperProtocol())
 	}
 	if s.Cgroup != "" {
 		if err := os.WriteFile(s.Cgroup, []byte("0"), 0); err != nil {

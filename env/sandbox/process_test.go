@@ -25,7 +25,9 @@ func TestMain(m *testing.M) {
 		trainer()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuiltHelpers()
+	os.Exit(code)
 }
 
 // trainer prints "ready" once its sandbox is made (the probe's runs are over), then runs a

@@ -88,15 +88,15 @@ func makeRunDir(tempDir, code string, iso Isolation) (string, error) {
 	return base, nil
 }
 
-// command builds the child: this binary as the helper (helper.go), which prepares the process
-// and execs the interpreter.
+// command builds the child: the helper binary (helper.go), which prepares the process and execs
+// the interpreter.
 func (s *Sandbox) command(base string, iso Isolation, l Limits, cg *runGroup) (*exec.Cmd, error) {
 	work := filepath.Join(base, "work")
 	args := []string{s.python, "-I", "-S", "-B", "-c", preamble(l, s.readDirs(), s.site)}
 	if s.hookless {
 		args = []string{s.python, "-I", "-S", "-B", "main.py"}
 	}
-	spec := helperSpec{Python: s.python, Args: args, Env: s.env(work), UID: -1, Seccomp: iso.Seccomp}
+	spec := helperSpec{Protocol: HelperProtocol(), Python: s.python, Args: args, Env: s.env(work), UID: -1, Seccomp: iso.Seccomp}
 	if iso.Nobody {
 		spec.UID = nobody
 	}
@@ -113,8 +113,8 @@ func (s *Sandbox) command(base string, iso Isolation, l Limits, cg *runGroup) (*
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"mtgrpo-sandbox"}
+	cmd := exec.Command(s.helper.path)
+	cmd.Args = []string{HelperName}
 	cmd.Dir = work
 	cmd.Env = []string{helperEnv + "=" + string(js)}
 	cmd.SysProcAttr = iso.attr()

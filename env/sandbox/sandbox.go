@@ -100,8 +100,16 @@ type Config struct {
 	// missing and why, rather than run in a weaker mode. Zero accepts the strongest mode that
 	// works here, whatever it is (New logs it).
 	Require Guarantee
-	// Log receives one line from New saying which isolation mode was chosen and why stronger
-	// ones were not. nil: the standard logger (stderr).
+	// Helper is the binary each run starts as, to prepare the process before the interpreter
+	// (helper.go): a build of cmd/mtgrpo-sandbox, found on PATH when it names no directory.
+	// Default: mtgrpo-sandbox beside the running executable when there is one of this build,
+	// else the running executable itself, which in bin/mtgrpo loads libtorch on every run
+	// (~0.4 s of CPU; docs/bench/env.md). A Helper that is set but missing, not executable or
+	// not a helper of this build is an error at New, never replaced by another.
+	Helper string
+	// Log receives one line from New: the sandbox's description (String), which says which
+	// helper and isolation mode were chosen and why stronger modes were not. nil: the standard
+	// logger (stderr).
 	Log func(string)
 }
 
@@ -131,6 +139,7 @@ func (r Result) OK() bool {
 type Sandbox struct {
 	cfg      Config
 	python   string
+	helper   helperChoice
 	prefixes []string // sys.prefix and friends: bound into the minimal root
 	site     []string // site-packages directories, with Config.SitePackages
 	limits   Limits
@@ -143,8 +152,8 @@ type Sandbox struct {
 	hookless bool
 }
 
-// New resolves the interpreter and probes which isolation this machine permits. It logs the mode
-// chosen, and fails if that mode lacks a guarantee of Config.Require.
+// New resolves the interpreter and the helper and probes which isolation this machine permits.
+// It logs its choices (String), and fails if the mode lacks a guarantee of Config.Require.
 func New(cfg Config) (*Sandbox, error) {
 	s := &Sandbox{cfg: cfg, limits: cfg.Limits.withDefaults(), budget: cfg.Budget}
 	if s.budget == nil {
@@ -152,6 +161,9 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	py, prefixes, err := resolvePython(cfg.Python)
 	if err != nil {
+		return nil, err
+	}
+	if s.helper, err = chooseHelper(cfg.Helper); err != nil {
 		return nil, err
 	}
 	s.python, s.prefixes = py, prefixes
@@ -171,7 +183,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if s.iso, ok = s.probe(); !ok {
 		return nil, fmt.Errorf("sandbox: %s: %s", s.python, s.iso.Note)
 	}
-	s.logf("sandbox: python %s; isolation: %s", s.python, s.iso.Note)
+	s.logf("%s", s)
 	if missing := cfg.Require &^ s.iso.Guarantees(); missing != 0 {
 		return nil, fmt.Errorf("sandbox: this machine cannot give %s (Config.Require); isolation here: %s", missing, s.iso.Note)
 	}
@@ -236,6 +248,14 @@ func (s *Sandbox) env(home string) []string {
 
 // Python is the interpreter the sandbox runs.
 func (s *Sandbox) Python() string { return s.python }
+
+// Helper is the binary each run starts as (Config.Helper); /proc/self/exe for this binary.
+func (s *Sandbox) Helper() string { return s.helper.path }
+
+// String describes the sandbox in one line: interpreter, helper and isolation, each with why.
+func (s *Sandbox) String() string {
+	return fmt.Sprintf("sandbox: python %s; helper: %s; isolation: %s", s.python, s.helper.note, s.iso.Note)
+}
 
 // Isolation reports the OS-level isolation in force.
 func (s *Sandbox) Isolation() Isolation { return s.iso }

@@ -6,7 +6,11 @@ meta-pytorch/OpenEnv): POST /reset {seed, episode_id} and POST /step {"action": 
 {"observation": {...}, "reward": r, "done": d}; GET /health; GET /ws upgrades to a WebSocket
 session of messages {"type": "reset"|"step"|"state"|"close", "data": ...} answered by
 {"type": "observation"|"state"|"error", "data": ...}, one environment per session, at most
---max-sessions at once (then an error with code CAPACITY_REACHED).
+--max-sessions at once (then an error with code CAPACITY_REACHED). As OpenEnv's server does
+(websocket_endpoint in http_server.py), a session ends with the session released first and the
+server's close frame sent after; and as the WebSocket layer under it does (uvicorn), a close frame
+from the client is answered at once, by the connection's reader, before the application has
+seen the connection end and released the session.
 
 The environment: guess the secret word. reset(seed) picks WORDS[seed % len(WORDS)] and says
 how many letters it has; step({"message": text}) gives reward 1 and ends the episode when the
@@ -21,11 +25,16 @@ Prints "url http://127.0.0.1:PORT" when ready. Misbehaviour for the tests:
   --malformed-step  answer steps with a body that is not JSON
   --drop-step       close the connection instead of answering a step
   --max-sessions N  WebSocket sessions at once (default 64)
+  --slow-release S  sleep S seconds after a session's last message before releasing it (a busy
+                    server): a client that takes the answer to its own close frame for the end
+                    of the session finds it still held
+  --ignore-close    answer the close message as an unknown type, as servers that predate it do
 """
 import argparse
 import base64
 import hashlib
 import json
+import queue
 import socket
 import struct
 import threading
@@ -143,6 +152,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Sec-WebSocket-Accept", accept.decode())
         self.end_headers()
         self.close_connection = True
+        self.ws_write_lock, self.ws_close_sent = threading.Lock(), False
         with lock:
             full = sessions >= args.max_sessions
             if not full:
@@ -152,15 +162,22 @@ class Handler(BaseHTTPRequestHandler):
                                                     "active_sessions": args.max_sessions, "max_sessions": args.max_sessions}})
             self.ws_close()
             return
+        self.inbox = queue.Queue()
+        reader = threading.Thread(target=self.ws_reader, daemon=True)
+        reader.start()
         try:
             self.ws_loop(WordEnv())
         finally:
+            if args.slow_release:
+                time.sleep(args.slow_release)
             with lock:
                 sessions -= 1
+            self.ws_close()
+            reader.join(timeout=5)
 
     def ws_loop(self, env):
         while True:
-            msg = self.ws_recv()
+            msg = self.inbox.get()
             if msg is None:
                 return
             try:
@@ -169,8 +186,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.ws_send({"type": "error", "data": {"message": "Invalid JSON: %s" % e, "code": "INVALID_JSON"}})
                 continue
             kind = m.get("type")
-            if kind == "close":
-                self.ws_close()
+            if kind == "close" and not args.ignore_close:
                 return
             if kind == "reset":
                 if fail_reset():
@@ -198,8 +214,20 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.ws_send({"type": "error", "data": {"message": "Unknown message type: %s" % kind, "code": "UNKNOWN_TYPE"}})
 
+    def ws_reader(self):
+        """Reads the client's messages into the inbox; None when the connection ends."""
+        try:
+            while True:
+                msg = self.ws_recv()
+                self.inbox.put(msg)
+                if msg is None:
+                    return
+        except (OSError, ValueError):
+            self.inbox.put(None)
+
     def ws_recv(self):
-        """One text message (frames joined), or None when the client closed."""
+        """One text message (frames joined), or None when the client closed (its close frame
+        answered at once) or the connection ended."""
         parts = []
         while True:
             head = self.rfile.read(2)
@@ -230,8 +258,12 @@ class Handler(BaseHTTPRequestHandler):
             head = struct.pack(">BBH", 0x80 | op, 126, n)
         else:
             head = struct.pack(">BBQ", 0x80 | op, 127, n)
-        self.wfile.write(head + data)
-        self.wfile.flush()
+        with self.ws_write_lock:
+            if self.ws_close_sent:
+                return  # nothing may follow a close frame
+            self.ws_close_sent = op == 8
+            self.wfile.write(head + data)
+            self.wfile.flush()
 
     def ws_send(self, obj):
         self.ws_frame(json.dumps(obj).encode())
@@ -252,6 +284,8 @@ def main():
     p.add_argument("--malformed-step", action="store_true")
     p.add_argument("--drop-step", action="store_true")
     p.add_argument("--max-sessions", type=int, default=64)
+    p.add_argument("--slow-release", type=float, default=0)
+    p.add_argument("--ignore-close", action="store_true")
     args = p.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
