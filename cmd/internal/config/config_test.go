@@ -105,7 +105,7 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{"rollout:\n  top_p: 1.5\n", []string{":2:", "rollout.top_p", "must be in (0, 1]"}},
 		{"env:\n  name: chess\n", []string{":2:", "env.name", `unknown environment "chess"`}},
 		{"reward_computation:\n  type: http\n  url: ftp://x\n", []string{"c.yaml:2", "reward_computation.url"}},
-		{"init:\n  arch: gpt2\n  preset: tiny\n", []string{":2:", "init.arch", `"gpt2"`}},
+		{"init:\n  arch: gpt2\n  preset: tiny\n", []string{":2:", "init", `unknown architecture "gpt2"`}},
 	}
 	for _, tc := range cases {
 		f := writeYAML(t, tc.yaml)

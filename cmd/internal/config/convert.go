@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
+
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
@@ -26,6 +28,13 @@ func (c *Config) Condenser() (rollout.Condenser, error) {
 	}
 	_, err := parseCondenser(string(cc.Type))
 	return nil, err
+}
+
+// Spec is the random model of an init: section.
+func (i *InitConfig) Spec() modelinit.Spec {
+	return modelinit.Spec{Arch: i.Arch, Preset: i.Preset, Seed: i.Seed, HiddenSize: i.HiddenSize,
+		IntermediateSize: i.IntermediateSize, NumHiddenLayers: i.NumHiddenLayers, NumAttentionHeads: i.NumAttentionHeads,
+		NumKeyValueHeads: i.NumKeyValueHeads, HeadDim: i.HeadDim}
 }
 
 // MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus

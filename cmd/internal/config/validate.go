@@ -8,11 +8,7 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env"
-	"github.com/mtgrpo/mtgrpo/model"
 )
-
-// Architectures are the ones init writes.
-var Architectures = []string{"llama", "qwen2", "qwen3"}
 
 // bad is an error about key, placed where the key was set.
 func (c *Config) bad(key, format string, a ...any) error {
@@ -66,16 +62,10 @@ func (c *Config) validateRun() error {
 	if c.Device != "cpu" && c.Device != "cuda" && !strings.HasPrefix(c.Device, "cuda:") {
 		return c.bad("device", "%q: want cpu, cuda or cuda:N", c.Device)
 	}
-	if i := c.Init; i != nil {
-		if !slices.Contains(Architectures, i.Arch) {
-			return c.bad("init.arch", "%q: want one of %s", i.Arch, strings.Join(Architectures, ", "))
+	if c.Init != nil {
+		if err := c.Init.Spec().Check(); err != nil {
+			return c.bad("init", "%v", err)
 		}
-		if !slices.Contains(model.PresetNames(), i.Preset) {
-			return c.bad("init.preset", "%q: want one of %s", i.Preset, strings.Join(model.PresetNames(), ", "))
-		}
-		return c.atLeast(intCheck{"init.hidden_size", i.HiddenSize, 0}, intCheck{"init.intermediate_size", i.IntermediateSize, 0},
-			intCheck{"init.num_hidden_layers", i.NumHiddenLayers, 0}, intCheck{"init.num_attention_heads", i.NumAttentionHeads, 0},
-			intCheck{"init.num_key_value_heads", i.NumKeyValueHeads, 0}, intCheck{"init.head_dim", i.HeadDim, 0})
 	}
 	return nil
 }
