@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"reflect"
@@ -17,12 +18,21 @@ type Sources struct {
 	Base *Config
 	// Preset is --preset; empty: $PRESET, else the first file's preset key, else general.
 	Preset string
+	// Docs are YAML documents given in memory (the demo's embedded configuration), applied
+	// before Files.
+	Docs []Doc
 	// Files are YAML files; nil: the comma-separated list in $CONFIG.
 	Files []string
 	// LookupEnv reads environment variables (os.LookupEnv; tests pass their own).
 	LookupEnv func(string) (string, bool)
 	// Overrides are key=value settings with the flag that gave them.
 	Overrides []Override
+}
+
+// Doc is a YAML document and the name errors give it.
+type Doc struct {
+	Name string
+	Data []byte
 }
 
 // Override sets one key; Where names the flag ("--lr", "--set") in errors.
@@ -42,6 +52,19 @@ func ParseSet(arg, where string) (Override, error) {
 
 // Resolve builds the configuration from its sources and validates it.
 func Resolve(s Sources) (*Config, error) {
+	c, err := ResolveUnchecked(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ResolveUnchecked builds the configuration without validating the result (every value read is
+// still checked): enough to find a run's directory before its checkpoint's configuration is read.
+func ResolveUnchecked(s Sources) (*Config, error) {
 	if s.LookupEnv == nil {
 		s.LookupEnv = os.LookupEnv
 	}
@@ -62,6 +85,11 @@ func Resolve(s Sources) (*Config, error) {
 			return nil, &Error{Where: where, Key: "preset", Err: err}
 		}
 	}
+	for _, d := range s.Docs {
+		if err := c.loadYAML(d.Name, d.Data); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range files {
 		if err := c.LoadFile(strings.TrimSpace(f)); err != nil {
 			return nil, err
@@ -75,9 +103,6 @@ func Resolve(s Sources) (*Config, error) {
 			return nil, err
 		}
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -90,16 +115,20 @@ func presetOf(s Sources, files []string) (name, where string, err error) {
 	if v, ok := s.LookupEnv("PRESET"); ok && v != "" {
 		return v, "$PRESET", nil
 	}
+	docs := s.Docs
 	for _, f := range files {
 		b, err := os.ReadFile(strings.TrimSpace(f))
 		if err != nil {
 			return "", "", fmt.Errorf("config: %w", err)
 		}
+		docs = append(docs, Doc{Name: f, Data: b})
+	}
+	for _, d := range docs {
 		var top struct {
 			Preset string `yaml:"preset"`
 		}
-		if yaml.Unmarshal(b, &top) == nil && top.Preset != "" {
-			return top.Preset, f, nil
+		if yaml.Unmarshal(d.Data, &top) == nil && top.Preset != "" {
+			return top.Preset, d.Name, nil
 		}
 	}
 	return PresetGeneral, "default", nil
@@ -195,11 +224,14 @@ func (c *Config) Clone() *Config {
 
 // YAML is the configuration as config.yaml holds it.
 func (c *Config) YAML() []byte {
-	b, err := yaml.Marshal(c)
-	if err != nil {
-		panic(fmt.Sprintf("config: marshal: %v", err))
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		panic(fmt.Sprintf("config: marshal: %v", err)) // every field is a plain value
 	}
-	return b
+	enc.Close()
+	return b.Bytes()
 }
 
 // Compact is the configuration in a few lines for the start of a log: one line per section.

@@ -26,7 +26,8 @@ const (
 // Options open a run directory.
 type Options struct {
 	Dir string
-	// Config is saved as config.yaml (yaml.v3: struct fields by their yaml tags) when the run starts.
+	// Config is saved as config.yaml when the run starts: its YAML() method's bytes when it has
+	// one, else yaml.v3's encoding (struct fields by their yaml tags).
 	Config any
 	// Console receives the log beside the file: readable text when it is a terminal, JSON lines
 	// otherwise (nil: the file only).
@@ -124,8 +125,12 @@ func (r *Run) takeLock() error {
 	return nil
 }
 
-// writeConfig saves the resolved configuration atomically.
+// writeConfig saves the resolved configuration atomically: its own YAML rendering when it has
+// one, else yaml.v3's.
 func writeConfig(path string, cfg any) error {
+	if y, ok := cfg.(interface{ YAML() []byte }); ok {
+		return writeFileAtomic(path, y.YAML())
+	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("run: config: %w", err)
