@@ -19,7 +19,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MTGRPO_TEST_MAIN") == "1" {
 		os.Exit(exitCode(run(os.Args[1:])))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
 }
 
 // child makes a command running this test binary as `mtgrpo args...`.

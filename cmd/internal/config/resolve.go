@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -119,7 +120,7 @@ func presetOf(s Sources, files []string) (name, where string, err error) {
 	for _, f := range files {
 		b, err := os.ReadFile(strings.TrimSpace(f))
 		if err != nil {
-			return "", "", fmt.Errorf("config: %w", err)
+			return "", "", &Error{Where: f, Err: errors.Unwrap(err)}
 		}
 		docs = append(docs, Doc{Name: f, Data: b})
 	}
@@ -234,12 +235,14 @@ func (c *Config) YAML() []byte {
 	return b.Bytes()
 }
 
-// Compact is the configuration in a few lines for the start of a log: one line per section.
+// Compact is the configuration in a few lines for the start of a log: one line per section,
+// leaving out what is empty, zero or off (config.yaml has everything).
 func (c *Config) Compact() string {
 	var root yaml.Node
 	if err := root.Encode(c); err != nil {
 		return fmt.Sprintf("config: %v", err)
 	}
+	prune(&root)
 	for i := 1; i < len(root.Content); i += 2 {
 		flow(root.Content[i])
 	}
@@ -248,6 +251,36 @@ func (c *Config) Compact() string {
 		return fmt.Sprintf("config: %v", err)
 	}
 	return strings.TrimRight(string(b), "\n")
+}
+
+// prune drops the mapping entries whose value is empty, an integer 0, false or a zero duration,
+// and the mappings left empty. Float zeros stay: temperature 0 means greedy.
+func prune(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.MappingNode:
+		var kept []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !prune(n.Content[i+1]) {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+		return len(kept) == 0
+	case yaml.SequenceNode:
+		return len(n.Content) == 0
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int":
+			return n.Value == "0"
+		case "!!bool":
+			return n.Value == "false"
+		case "!!null":
+			return true
+		case "!!str":
+			return n.Value == "" || n.Value == "0s"
+		}
+	}
+	return false
 }
 
 func flow(n *yaml.Node) {

@@ -54,7 +54,7 @@ func (d *decoder) fail(n *yaml.Node, key string, format string, a ...any) error 
 func (c *Config) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return &Error{Where: path, Err: errors.Unwrap(err)}
 	}
 	return c.loadYAML(path, b)
 }

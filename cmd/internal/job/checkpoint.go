@@ -94,8 +94,17 @@ func (j *job) save(tr *grpo.Trainer) error {
 	return nil
 }
 
-// restore puts the checkpoint's trainer State and Progress into tr (a trainer of the phase the
-// checkpoint was saved in). Run on the torch thread.
+// restoreInto restores the checkpoint's trainer into tr, the new trainer of phase, when the
+// checkpoint was saved in that phase; a trainer of any later phase starts fresh.
+func (j *job) restoreInto(tr *grpo.Trainer, phase string) error {
+	if j.restorePhase != phase {
+		return nil
+	}
+	j.restorePhase = ""
+	return j.restore(tr)
+}
+
+// restore puts the checkpoint's trainer State and Progress into tr. Run on the torch thread.
 func (j *job) restore(tr *grpo.Trainer) error {
 	path := filepath.Join(j.o.Checkpoint, checkpointTrainer)
 	f, err := safetensors.Open(path)

@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -66,6 +69,9 @@ type job struct {
 	cmodel  *model.Model
 
 	st                state // the position: steps done, data position, trainer progress
+	// restorePhase is the phase whose trainer takes the checkpoint's State when it starts ("":
+	// none; cleared once restored, so a later phase starts fresh).
+	restorePhase string
 	sftSteps, rlSteps int
 	bar               *progress.Bar
 	start             time.Time
@@ -74,13 +80,16 @@ type job struct {
 // open prepares everything the loop needs; on an error, close releases what was opened.
 func (j *job) open(ctx context.Context) error {
 	j.start = time.Now()
-	resumeStep := 0
+	resumeStep := -1 // resuming without a checkpoint starts over: nothing logged is kept
 	if j.o.Checkpoint != "" {
 		st, err := readState(j.o.Checkpoint)
 		if err != nil {
 			return err
 		}
-		j.st, resumeStep = st, st.Step
+		j.st, resumeStep, j.restorePhase = st, st.Step, st.Phase
+	}
+	if err := checkInputs(j.cfg); err != nil {
+		return err
 	}
 	var err error
 	j.run, err = rundir.Open(rundir.Options{Dir: j.cfg.RunDir, Config: j.cfg, Console: j.o.Console,
@@ -89,8 +98,9 @@ func (j *job) open(ctx context.Context) error {
 		return err
 	}
 	j.log = j.run.Log
+	removeStale(j.cfg.RunDir)
 	fmt.Fprintf(j.out(), "mtgrpo train: run %s\n%s\n", j.cfg.RunDir, j.cfg.Compact())
-	j.log.Info().Str("config", string(j.cfg.YAML())).Msg("configuration (also in config.yaml)")
+	j.log.Info().Str("file", filepath.Join(j.cfg.RunDir, rundir.ConfigFile)).Msg("configuration saved")
 	if j.o.Checkpoint != "" {
 		j.log.Info().Str("checkpoint", j.o.Checkpoint).Int("step", j.st.Step).Msg("resuming")
 		j.logChanges()
@@ -109,6 +119,42 @@ func (j *job) open(ctx context.Context) error {
 	j.log.Info().Int("train_tasks", len(j.data.train)).Int("val_tasks", len(j.data.val)).Int("sft_steps", j.sftSteps).
 		Int("rl_steps", j.rlSteps).Msg("data")
 	return j.openModels()
+}
+
+// removeStale deletes the temporary directories (.base-model.tmp-PID, .model.tmp-PID) that a
+// killed process left in the run directory.
+func removeStale(runDir string) {
+	for _, base := range []string{BaseModelDir, ModelDir} {
+		prefix := filepath.Join(runDir, "."+base+".tmp-")
+		matches, _ := filepath.Glob(prefix + "*")
+		for _, m := range matches {
+			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m, prefix), "-old"))
+			if err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+				os.RemoveAll(m)
+			}
+		}
+	}
+}
+
+// checkInputs checks that the directories and files the configuration names exist, before the
+// run directory is touched: a mistyped path leaves nothing behind.
+func checkInputs(c *config.Config) error {
+	for _, f := range []struct{ key, path, must string }{
+		{"model", c.Model, "config.json"}, {"critic_model", c.CriticModel, "config.json"},
+		{"data.train", c.Data.Train, ""}, {"data.val", c.Data.Val, ""}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
+	} {
+		if f.path == "" {
+			continue
+		}
+		p := filepath.Join(f.path, f.must)
+		if _, err := os.Stat(p); err != nil {
+			if f.must != "" {
+				return fmt.Errorf("%s %s: not a model directory: %w", f.key, f.path, err)
+			}
+			return fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	return nil
 }
 
 // logChanges warns about settings that differ from the checkpoint's: the run continues with them.

@@ -77,10 +77,8 @@ func (j *job) sft(ctx context.Context) error {
 		return err
 	}
 	defer tr.Close()
-	if j.o.Checkpoint != "" && j.st.Phase == phaseSFT {
-		if err := j.restore(tr); err != nil {
-			return err
-		}
+	if err := j.restoreInto(tr, phaseSFT); err != nil {
+		return err
 	}
 	n := min(j.cfg.SFT.Tasks, len(j.data.train))
 	demos, err := grpo.Demonstrations(ctx, j.policy.Tok, j.envs, j.data.train[:n], g.Rollout)
@@ -141,10 +139,8 @@ func (j *job) rl(ctx context.Context) error {
 		return err
 	}
 	defer tr.Close()
-	if j.o.Checkpoint != "" && j.st.Phase == phaseRL {
-		if err := j.restore(tr); err != nil {
-			return err
-		}
+	if err := j.restoreInto(tr, phaseRL); err != nil {
+		return err
 	}
 	for j.st.Step < total {
 		step := j.st.Step + 1
