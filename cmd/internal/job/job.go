@@ -68,10 +68,10 @@ type job struct {
 	critic  *grpo.Critic
 	cmodel  *model.Model
 
-	st                state // the position: steps done, data position, trainer progress
+	st state // the position: steps done, data position, trainer progress
 	// restorePhase is the phase whose trainer takes the checkpoint's State when it starts ("":
 	// none; cleared once restored, so a later phase starts fresh).
-	restorePhase string
+	restorePhase      string
 	sftSteps, rlSteps int
 	bar               *progress.Bar
 	start             time.Time
