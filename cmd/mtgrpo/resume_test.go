@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,3 +172,67 @@ func sameMetrics(t *testing.T, a, b string) {
 		}
 	}
 }
+
+// SIGINT stops training after the step in progress with a checkpoint of that step, exiting 130;
+// SIGTERM the same with 143. The run then resumes from that checkpoint.
+func TestSignalStopsAfterStepWithCheckpoint(t *testing.T) {
+	model := tinyModel(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		dir := filepath.Join(t.TempDir(), "run")
+		args := append(append([]string{"train"}, tinyRun(model, dir)...), "--steps", "50", "--set", "eval.before=false",
+			"--set", "train.report=false")
+		c := child(args...)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if recs, _ := rundir.ReadMetrics(dir); len(recs) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				t.Fatalf("no step logged in 2 minutes")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.Process.Signal(sig)
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			c.Process.Kill()
+			t.Fatalf("%v: still running 2 minutes after the signal", sig)
+		}
+		if code := c.ProcessState.ExitCode(); code != 128+int(sig) || !strings.Contains(out.String(), "continue with: mtgrpo train --resume") {
+			t.Errorf("%v: exit %d, want %d; output:\n%s", sig, code, 128+int(sig), out.String())
+		}
+		recs, err := rundir.ReadMetrics(dir)
+		if err != nil || len(recs) == 0 {
+			t.Fatal(err)
+		}
+		lastStep := recs[len(recs)-1].Step
+		cs, err := rundir.OpenCheckpoints(filepath.Join(dir, rundir.CheckpointsDir), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck, ok, err := cs.Latest()
+		if err != nil || !ok || ck.Step != lastStep || lastStep >= 50 {
+			t.Errorf("%v: newest checkpoint %+v (%v %v), last step logged %d", sig, ck, ok, err, lastStep)
+		}
+		// The run continues from there.
+		more := append(append([]string{"train", "--resume"}, tinyRun(model, dir)...), "--steps", "50", "--set", "eval.before=false",
+			"--set", "train.report=false", "--set", "train.steps="+itoa(lastStep+1), "--set", "train.export=false")
+		if err := run(more); err != nil {
+			t.Fatal(err)
+		}
+		if recs, _ := rundir.ReadMetrics(dir); recs[len(recs)-1].Step != lastStep+1 {
+			t.Errorf("%v: resumed run ended at step %d, want %d", sig, recs[len(recs)-1].Step, lastStep+1)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
