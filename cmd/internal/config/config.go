@@ -101,7 +101,9 @@ type EnvConfig struct {
 
 // PythonConfig is the python tool's sandbox (sandbox.Config); zero values keep its defaults.
 type PythonConfig struct {
-	Interpreter  string        `yaml:"interpreter"`
+	Interpreter string `yaml:"interpreter"`
+	// Helper is the sandbox's helper binary (default: mtgrpo-sandbox beside the binary).
+	Helper       string        `yaml:"helper"`
 	Wall         time.Duration `yaml:"wall"`
 	CPUSeconds   int           `yaml:"cpu_seconds"`
 	MemoryMB     int64         `yaml:"memory_mb"`

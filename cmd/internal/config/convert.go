@@ -139,7 +139,7 @@ func (c *Config) sandbox(log func(string)) (sandbox.Config, error) {
 	setPositive(&lim.DiskBytes, p.DiskMB<<20)
 	setPositive(&lim.OutputBytes, p.OutputBytes)
 	setPositive(&lim.OpenFiles, p.OpenFiles)
-	s := sandbox.Config{Python: p.Interpreter, Limits: lim, ReadDirs: p.ReadDirs, SitePackages: p.SitePackages, Log: log}
+	s := sandbox.Config{Python: p.Interpreter, Helper: p.Helper, Limits: lim, ReadDirs: p.ReadDirs, SitePackages: p.SitePackages, Log: log}
 	for _, name := range p.Require {
 		g, ok := guarantees[name]
 		if !ok {
