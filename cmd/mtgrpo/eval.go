@@ -92,11 +92,16 @@ func evalCmd(args []string) error {
 	if err := requireDir("eval", "model", modelDir); err != nil {
 		return err
 	}
+	return runEval(cfg, modelDir, *threadSpec, *out, max(step, 0))
+}
+
+// runEval evaluates modelDir, prints the metrics and, with out, writes them and the trajectories.
+func runEval(cfg *config.Config, modelDir, threadSpec, out string, step int) error {
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	var m grpo.Metrics
 	var trajs []*rollout.Trajectory
-	err = withTorch(*threadSpec, func() error {
+	err := withTorch(threadSpec, func() error {
 		var err error
 		m, trajs, err = job.Eval(context.Background(), job.EvalOptions{Config: cfg, Model: modelDir, Bars: bars})
 		return err
@@ -105,11 +110,11 @@ func evalCmd(args []string) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	printMetrics(m)
-	if *out != "" {
-		if err := writeEval(*out, m, trajs, max(step, 0)); err != nil {
+	if out != "" {
+		if err := writeEval(out, m, trajs, step); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		fmt.Printf("mtgrpo eval: %d trajectories -> %s\n", len(trajs), *out)
+		fmt.Printf("mtgrpo eval: %d trajectories -> %s\n", len(trajs), out)
 	}
 	return nil
 }
