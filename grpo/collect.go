@@ -66,7 +66,7 @@ func (t *Trainer) play(ctx context.Context, tasks []env.Task, round, first int) 
 	r := t.cfg.Rollout
 	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
-		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers,
+		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes,
 		Seed: t.cfg.Seed ^ uint64(t.iter)<<20 ^ uint64(round)<<12,
 	})
 	if err != nil {

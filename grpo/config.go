@@ -59,6 +59,9 @@ type RolloutConfig struct {
 	ChatVars map[string]any
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
 	Workers int
+	// MaxOpenEpisodes bounds the episodes open at once (0: all): set it to the environment's
+	// MaxConcurrent for an environment server with a session limit.
+	MaxOpenEpisodes int
 }
 
 // UpdateConfig says how a rollout batch becomes optimizer steps.
@@ -152,9 +155,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("rollout.tasks %d must be >= 1", r.Tasks)
 	case r.Group < 1:
 		return fmt.Errorf("rollout.group %d must be >= 1", r.Group)
-	case r.MaxTurns < 0 || r.MaxContextTokens < 0 || r.MaxLen < 0 || r.Workers < 0:
-		return fmt.Errorf("rollout: max_turns %d, max_context_tokens %d, max_len %d and workers %d must be >= 0",
-			r.MaxTurns, r.MaxContextTokens, r.MaxLen, r.Workers)
+	case r.MaxTurns < 0 || r.MaxContextTokens < 0 || r.MaxLen < 0 || r.Workers < 0 || r.MaxOpenEpisodes < 0:
+		return fmt.Errorf("rollout: max_turns %d, max_context_tokens %d, max_len %d, workers %d and max_open_episodes %d must be >= 0",
+			r.MaxTurns, r.MaxContextTokens, r.MaxLen, r.Workers, r.MaxOpenEpisodes)
 	case u.Epochs < 1:
 		return fmt.Errorf("update.epochs %d must be >= 1", u.Epochs)
 	case u.MiniBatches < 1:

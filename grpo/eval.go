@@ -21,6 +21,8 @@ type EvalConfig struct {
 	ChatVars                   map[string]any
 	// Seed seeds the sampling.
 	Seed uint64
+	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig.
+	MaxOpenEpisodes int
 }
 
 // Evaluate plays every task Samples times on the generator's model and reports val/ metrics: the
@@ -35,7 +37,8 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 		return nil, nil, fmt.Errorf("grpo: eval: no tasks")
 	}
 	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
-		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed})
+		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed,
+		MaxOpenEpisodes: c.MaxOpenEpisodes})
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
@@ -112,6 +115,9 @@ func (t *Trainer) Eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Met
 	}
 	if c.ChatVars == nil {
 		c.ChatVars = r.ChatVars
+	}
+	if c.MaxOpenEpisodes == 0 {
+		c.MaxOpenEpisodes = r.MaxOpenEpisodes
 	}
 	return Evaluate(ctx, t.gen, t.tok, t.envs, tasks, c)
 }

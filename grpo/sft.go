@@ -99,7 +99,7 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 		return text, ""
 	}}
 	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Condenser: r.Condenser, MaxTurns: r.MaxTurns,
-		MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Workers: r.Workers})
+		MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes})
 	if err != nil {
 		return nil, fmt.Errorf("grpo: demonstrations: %w", err)
 	}

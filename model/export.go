@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mtgrpo/mtgrpo/torch"
+	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
 
 // ExportOptions configure Export.
@@ -19,6 +20,8 @@ type ExportOptions struct {
 	// MaxShardBytes splits the weights into model-0000K-of-0000N.safetensors shards plus
 	// model.safetensors.index.json above this size; 0 means 5 GB (transformers' default).
 	MaxShardBytes int64
+	// Progress, when set, follows the weights being written (in bytes).
+	Progress Progress
 }
 
 // tokenizerFiles are copied by Export from Model.TokenizerDir when present.
@@ -53,8 +56,7 @@ func (m *Model) Export(dir string, o ExportOptions) (err error) {
 		}
 		tensors[w.name] = t
 	}
-	meta := map[string]string{"format": "pt"}
-	if _, err := torch.SaveSafetensorsDir(dir, tensors, meta, o.MaxShardBytes); err != nil {
+	if err := writeWeights(dir, tensors, o); err != nil {
 		return fmt.Errorf("model: export %s: %w", dir, err)
 	}
 	cfg := *m.Config
@@ -70,6 +72,43 @@ func (m *Model) Export(dir string, o ExportOptions) (err error) {
 		return err
 	}
 	return copyTokenizer(m.TokenizerDir, dir)
+}
+
+// writeWeights writes the tensors as safetensors into dir, telling o.Progress as each tensor's
+// bytes are written.
+func writeWeights(dir string, tensors map[string]*torch.Tensor, o ExportOptions) error {
+	bar := o.Progress
+	if bar == nil {
+		bar = silent{}
+	}
+	w := safetensors.NewWriter()
+	w.SetMetadata("format", "pt")
+	var total int64
+	for name, t := range tensors {
+		info := t.Info()
+		sd, err := torch.SafetensorsDType(info.DType)
+		if err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+		total += info.Numel * int64(info.DType.Size())
+		err = w.AddStream(name, sd, info.Shape, func(out io.Writer) error {
+			// torch.Do turns a torch failure into an error, so the writer removes its
+			// temporary file instead of being unwound by a panic.
+			return torch.Do(func() error {
+				b := t.Bytes()
+				_, err := out.Write(b)
+				bar.Add(int64(len(b)))
+				return err
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	bar.Start("exporting "+dir, total)
+	defer bar.Done()
+	_, err := w.WriteDir(dir, o.MaxShardBytes)
+	return err
 }
 
 // setDType records the saved dtype under the key the config already uses (torch_dtype by default).

@@ -53,3 +53,30 @@ func TestLoadReportsProgress(t *testing.T) {
 		return nil
 	})
 }
+
+// Export reports through ExportOptions.Progress: one Start with the bytes of the saved tensors
+// (in the saved dtype: 2 per parameter for bfloat16), one Add per tensor summing to it, one Done.
+func TestExportReportsProgress(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", true, 6)
+		defer m.Close()
+		for _, c := range []struct {
+			dtype string
+			size  int64
+		}{{"", 4}, {"bfloat16", 2}} {
+			var r recorder
+			dir := t.TempDir()
+			if err := m.Export(dir, ExportOptions{DType: c.dtype, Progress: &r}); err != nil {
+				return err
+			}
+			want := c.size * m.NumParameters() // tied: the head is not saved
+			if r.starts != 1 || r.dones != 1 || r.total != want || r.added != want || r.adds != len(m.weights()) {
+				t.Errorf("%q: progress %+v, want one start and done, total = added = %d over %d adds", c.dtype, r, want, len(m.weights()))
+			}
+			if r.label != "exporting "+dir {
+				t.Errorf("label %q", r.label)
+			}
+		}
+		return nil
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
@@ -19,7 +20,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MTGRPO_TEST_MAIN") == "1" {
 		os.Exit(exitCode(run(os.Args[1:])))
 	}
-	os.Exit(m.Run())
+	// The configuration reads MODEL, LR, DATA, ...: the host's values must not reach the tests.
+	for _, v := range config.EnvVars {
+		os.Unsetenv(v.Name)
+	}
+	os.Unsetenv("CONFIG")
+	os.Unsetenv("PRESET")
+	os.Unsetenv("MTGRPO_DEMO_SHORT")
+	code := m.Run()
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
 }
 
 // child makes a command running this test binary as `mtgrpo args...`.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/threads"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// Exit statuses: 1 when the work failed, 2 when the command line was wrong.
+// Exit statuses: 1 when the work failed, 2 when the command line (or the configuration it names)
+// was wrong, 128 + the signal's number when a signal stopped training after a step.
 const (
 	exitFailure = 1
 	exitUsage   = 2
@@ -22,12 +24,16 @@ func main() {
 
 // exitCode prints err and maps it to the process's exit status.
 func exitCode(err error) int {
+	var stopped *job.StoppedError
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(os.Stderr, "mtgrpo:", err)
 		return exitUsage
+	case errors.As(err, &stopped):
+		fmt.Fprintln(os.Stderr, "mtgrpo:", err)
+		return stopped.ExitCode()
 	default:
 		fmt.Fprintln(os.Stderr, "mtgrpo:", err)
 		return exitFailure
@@ -39,7 +45,10 @@ var commands = []struct {
 	name, summary string
 	run           func([]string) error
 }{
-	{"demo", "the embedded default job on CPU: a tiny model on a built-in task (rollout + rewards)", demo},
+	{"train", "train a policy: SFT warm-up, GRPO / multi-turn GRPO / MT-GRPO / PPO, eval, checkpoints, export", train},
+	{"eval", "evaluate a model or checkpoint on a validation set: accuracy (strict, lenient), pass@k", evalCmd},
+	{"export", "write a checkpoint's policy as a model directory transformers loads", exportCmd},
+	{"demo", "the embedded default job on CPU: a tiny model learns a tool task (train with configs/demo.yaml)", demo},
 	{"init", "write a randomly initialised model directory (--arch --preset --seed --out)", initModel},
 	{"generate", "sample continuations of prompts (--model --prompt [--n --temperature ...])", generate},
 	{"data", "gen: write generated tasks as verl-style parquet/JSONL; check FILE: validate a dataset", dataCmd},

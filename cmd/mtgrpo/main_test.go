@@ -40,17 +40,6 @@ func TestInitWritesLoadableModel(t *testing.T) {
 	}
 }
 
-// TestDemoRuns runs a small demo end to end: model written, episodes played, nothing fails.
-func TestDemoRuns(t *testing.T) {
-	out := t.TempDir()
-	if err := run([]string{"demo", "--tasks", "2", "--group", "2", "--max-new-tokens", "8", "--out", out}); err != nil {
-		t.Fatalf("demo: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(out, "model", "model.safetensors")); err != nil {
-		t.Fatalf("demo wrote no model: %v", err)
-	}
-}
-
 // TestDataGenAndCheck writes generated rows in both formats and reads them back; a malformed row
 // is an error naming the row and field, or is skipped when asked.
 func TestDataGenAndCheck(t *testing.T) {

@@ -95,3 +95,53 @@ func TestGenerationsCounts(t *testing.T) {
 		t.Error("no bar: the generator should come back as it is")
 	}
 }
+
+// Phases counts each phase on its own bar and nothing between phases; with bars off it still
+// passes every call through.
+func TestPhasesCountPerPhase(t *testing.T) {
+	dir := t.TempDir()
+	if err := tokenizer.WriteTiny(dir); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rollout.Scripted{Tok: tok, EOS: -1, Policy: func(string, int) (string, rollout.FinishReason) { return "ok", "" }}
+	drain := func(g rollout.Generator) int {
+		n := 0
+		for !g.Idle() {
+			res, err := g.Step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(res)
+		}
+		return n
+	}
+	var out bytes.Buffer
+	p := NewPhases(s, newOn(&out, 80))
+	p.Begin("step 1")
+	first := p.bar
+	p.Submit(&rollout.Request{Prompt: []int32{1}, N: 2})
+	if n := drain(p); n != 2 || first.b.Current() != 2 {
+		t.Errorf("phase 1: %d results, bar at %d; want 2 and 2", n, first.b.Current())
+	}
+	p.Begin("step 2") // a new bar, counted from 0
+	p.Submit(&rollout.Request{Prompt: []int32{1}, N: 3})
+	if n := drain(p); n != 3 || p.bar.b.Current() != 3 || first.b.Current() != 2 {
+		t.Errorf("phase 2: %d results, bars at %d and %d; want 3, 3 and 2", n, p.bar.b.Current(), first.b.Current())
+	}
+	p.End()
+	p.Submit(&rollout.Request{Prompt: []int32{1}})
+	if n := drain(p); n != 1 {
+		t.Errorf("between phases: %d results, want 1", n)
+	}
+	off := NewPhases(s, New(nil))
+	off.Begin("x")
+	off.Submit(&rollout.Request{Prompt: []int32{1}, N: 2})
+	if n := drain(off); n != 2 {
+		t.Errorf("bars off: %d results, want 2", n)
+	}
+	off.End()
+}

@@ -12,6 +12,31 @@ func Generations(g rollout.Generator, bar *Bar) rollout.Generator {
 	return &counted{Generator: g, bar: bar}
 }
 
+// Phases wraps a generator that serves several phases one after the other (a training run's
+// steps and evaluations): each Begin draws a new bar counting that phase's generations, End
+// removes it. Between phases, generations are not counted.
+type Phases struct {
+	counted
+	bars *Bars
+}
+
+// NewPhases wraps g; with bars off it still works, drawing nothing.
+func NewPhases(g rollout.Generator, bars *Bars) *Phases {
+	return &Phases{counted: counted{Generator: g}, bars: bars}
+}
+
+// Begin starts counting a phase on a bar labelled label.
+func (p *Phases) Begin(label string) {
+	p.bar.Done()
+	p.bar, p.submitted = p.bars.Bar(label, 0, Count), 0
+}
+
+// End completes the phase's bar.
+func (p *Phases) End() {
+	p.bar.Done()
+	p.bar = nil
+}
+
 type counted struct {
 	rollout.Generator
 	bar       *Bar

@@ -23,14 +23,17 @@ type Panel struct {
 // metrics a run does not log is left out.
 var Panels = []Panel{
 	{Title: "Reward", Keys: []string{"critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean", "val/score"}},
-	{Title: "Accuracy", Keys: []string{"reward/accuracy", "reward/accuracy_strict", "val/accuracy", "val/accuracy_strict", "val/accuracy_lenient"}, Prefixes: []string{"val/pass@"}},
+	{Title: "Accuracy", Keys: []string{"train/accuracy", "train/accuracy_strict", "val/accuracy", "val/accuracy_strict", "val/format",
+		"reward/accuracy", "reward/accuracy_strict", "val/accuracy_lenient"}, Prefixes: []string{"val/pass@"}},
+	{Title: "SFT warm-up", Keys: []string{"sft/loss"}},
 	{Title: "KL", Keys: []string{"actor/kl_loss", "actor/ppo_kl", "actor/kl"}},
 	{Title: "Entropy", Keys: []string{"actor/entropy"}},
 	{Title: "Policy loss", Keys: []string{"actor/pg_loss", "actor/pg_clipfrac", "actor/grad_norm"}},
-	{Title: "Lengths", Unit: "tokens", Keys: []string{"response_length/mean", "response_length/max", "prompt_length/mean", "context/max_tokens"}},
+	{Title: "Lengths", Unit: "tokens", Keys: []string{"response_length/mean", "response_length/max", "prompt_length/mean", "context/max_tokens/mean"}},
 	{Title: "Turns", Keys: []string{"num_turns/mean", "num_turns/max", "num_turns/min"}},
-	{Title: "Tool calls", Prefixes: []string{"tool_calls/", "turn_reward/tool"}},
-	{Title: "Throughput", Unit: "tokens/s", Keys: []string{"perf/throughput"}, Prefixes: []string{"perf/"}},
+	{Title: "Tool calls", Keys: []string{"tool_call_counts/mean", "turn_reward/tool_success/mean", "turn_reward/answer_in_result/mean",
+		"val/turn_reward/tool_success/mean"}, Prefixes: []string{"tool_calls/"}},
+	{Title: "Throughput", Unit: "tokens/s", Keys: []string{"perf/throughput"}},
 	{Title: "Time per phase", Unit: "s", Prefixes: []string{"timing_s/"}, Exclude: []string{"timing_s/step"}, Stacked: true},
 }
 

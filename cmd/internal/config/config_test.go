@@ -1,0 +1,253 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/grpo"
+)
+
+// noEnv is an empty environment, so the host's variables never leak into a test.
+func noEnv(string) (string, bool) { return "", false }
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeYAML(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func expectErr(t *testing.T, what string, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want one mentioning %q", what, parts)
+		return
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %q does not mention %q", what, err, p)
+		}
+	}
+}
+
+var withModel = []Override{{Key: "model", Value: "models/tiny", Where: "--model"}}
+
+// Each layer overrides the one before: defaults < preset < file < variables < flags, and each
+// key remembers where it was set.
+func TestResolutionOrder(t *testing.T) {
+	f := writeYAML(t, "rollout:\n  tasks: 3\n  group: 5\noptim:\n  lr: 3.0e-6\n")
+	c, err := Resolve(Sources{Preset: "math", Files: []string{f},
+		LookupEnv: envOf(map[string]string{"LR": "4e-6", "BATCH_SIZE": "6", "MODEL": "m"}),
+		Overrides: []Override{{Key: "optim.lr", Value: "5e-6", Where: "--lr"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// math preset: temperature 0.3 (not the default 1), group 6 replaced by the file's 5.
+	if c.Rollout.Temperature != 0.3 || c.Rollout.Group != 5 || c.Rollout.Tasks != 6 || c.Optim.LR != 5e-6 || c.Model != "m" {
+		t.Errorf("temperature %v group %d tasks %d lr %v model %q; want 0.3, 5, 6, 5e-6, m",
+			c.Rollout.Temperature, c.Rollout.Group, c.Rollout.Tasks, c.Optim.LR, c.Model)
+	}
+	for key, want := range map[string]string{"rollout.group": f + ":3", "rollout.tasks": "$BATCH_SIZE",
+		"optim.lr": "--lr", "rollout.temperature": "preset math", "model": "$MODEL"} {
+		if got := c.Origin(key); got != want {
+			t.Errorf("origin of %s: %q, want %q", key, got, want)
+		}
+	}
+	if c.Preset != PresetMath {
+		t.Errorf("preset %q", c.Preset)
+	}
+	// The preset may also come from the first file that names one, or $PRESET.
+	f2 := writeYAML(t, "preset: mt-grpo\nmodel: m\n")
+	c, err = Resolve(Sources{Files: []string{f2}, LookupEnv: noEnv})
+	if err != nil || c.Advantage.Estimator != grpo.EstMTGRPO {
+		t.Errorf("preset from the file: %v %v", c.Advantage.Estimator, err)
+	}
+	c, err = Resolve(Sources{LookupEnv: envOf(map[string]string{"PRESET": "math", "MODEL": "m"})})
+	if err != nil || c.Preset != PresetMath {
+		t.Errorf("preset from $PRESET: %v %v", c, err)
+	}
+}
+
+// Bad input names the key and the file and line (or the variable, or the flag).
+func TestErrorsNameKeyAndPlace(t *testing.T) {
+	cases := []struct {
+		yaml  string
+		parts []string
+	}{
+		{"rollout:\n  taskz: 3\n", []string{":2:", "unknown key rollout.taskz under rollout", "did you mean rollout.tasks?"}},
+		{"rollout:\n  tasks: many\n", []string{":2:", "rollout.tasks", `want an integer, got "many"`}},
+		{"optim:\n  lr: [1, 2]\n", []string{":2:", "optim.lr", "want a number, got a list"}},
+		{"trainer: {}\n", []string{":1:", "unknown key trainer at the top level"}},
+		{"advantage:\n  estimator: ppo2\n", []string{":2:", "advantage.estimator", `unknown advantage estimator "ppo2"`}},
+		{"rollout:\n  tasks: 2\n  tasks: 3\n", []string{":3:", "rollout.tasks", "given twice (first at line 2)"}},
+		{"env:\n  tool_time: 5\n", []string{":2:", "env.tool_time", "want a duration such as 30s"}},
+		{"rollout: 5\n", []string{":1:", "rollout", "want a mapping of tasks, group"}},
+		{"- a\n- b\n", []string{":1:", "the top level must be a mapping"}},
+		{"rollout:\n  tasks: [\n", []string{"c.yaml", "did not find expected node content"}},
+		{"algorithm:\n  adv_estimator: grpo\n  bogus: 1\n", []string{":3:", "unknown key algorithm.bogus", "seed keys under algorithm: adv_estimator"}},
+		{"algorithm:\n  multiturn_grpo:\n    n_trajectories_per_question: x\n", []string{":3:", "algorithm.multiturn_grpo.n_trajectories_per_question (rollout.group)", "want an integer"}},
+		{"multiturn_trajectory:\n  context_condenser:\n    type: fancy\n", []string{":3:", `unknown condenser "fancy"`}},
+		{"reward_computation:\n  type: grpo\n  url: http://x\n", []string{":3:", "unknown key reward_computation.url", "type: command or type: http"}},
+		{"reward_computation:\n  format_validation: false\n", []string{":2:", "false is not supported"}},
+		{"preset: fast\n", []string{"preset", `unknown preset "fast"`}},
+		{"rollout:\n  tasks: 0\n", []string{":2:", "rollout.tasks", "0: must be at least 1"}},
+		{"rollout:\n  top_p: 1.5\n", []string{":2:", "rollout.top_p", "must be in (0, 1]"}},
+		{"env:\n  name: chess\n", []string{":2:", "env.name", `unknown environment "chess"`}},
+		{"reward_computation:\n  type: http\n  url: ftp://x\n", []string{"c.yaml:2", "reward_computation.url"}},
+		{"init:\n  arch: gpt2\n  preset: tiny\n", []string{":2:", "init", `unknown architecture "gpt2"`}},
+	}
+	for _, tc := range cases {
+		f := writeYAML(t, tc.yaml)
+		_, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel})
+		expectErr(t, tc.yaml, err, append([]string{"c.yaml"}, tc.parts...)...)
+	}
+	for _, tc := range []struct {
+		env   map[string]string
+		over  []Override
+		parts []string
+	}{
+		{map[string]string{"LR": "fast"}, nil, []string{"$LR", "optim.lr", `want a number, got "fast"`}},
+		{map[string]string{"BATCH_SIZE": "-1"}, nil, []string{"$BATCH_SIZE", "rollout.tasks", "must be at least 1"}},
+		{map[string]string{"N_GPUS": "2"}, nil, []string{"$N_GPUS", "multi-GPU training is not in this build"}},
+		{map[string]string{"GPUS": "0,1"}, nil, []string{"$GPUS", "lists 2 GPUs but N_GPUS is 1"}},
+		{map[string]string{"GPUS": "x"}, nil, []string{"$GPUS", "want a GPU index"}},
+		{nil, []Override{{Key: "rollout.nope", Value: "1", Where: "--set"}}, []string{"--set", "unknown key rollout.nope"}},
+		{nil, []Override{{Key: "optim.lr", Value: "-1", Where: "--lr"}}, []string{"trainer settings", "optim.lr"}},
+		{nil, []Override{{Key: "algorithm.nothing", Value: "1", Where: "--set"}}, []string{"--set", "unknown key algorithm.nothing"}},
+	} {
+		_, err := Resolve(Sources{LookupEnv: envOf(tc.env), Overrides: append(append([]Override{}, withModel...), tc.over...)})
+		expectErr(t, "variables", err, tc.parts...)
+	}
+	if _, err := Resolve(Sources{LookupEnv: noEnv}); err == nil || !strings.Contains(err.Error(), "no model") {
+		t.Errorf("no model: %v", err)
+	}
+	if _, err := Resolve(Sources{Files: []string{"/nonexistent/x.yaml"}, LookupEnv: noEnv, Overrides: withModel}); err == nil ||
+		!strings.Contains(err.Error(), "/nonexistent/x.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// Every seed key sets its native key: the value given in the seed layout is read back from the
+// native field, translated where the table says so.
+func TestSeedKeys(t *testing.T) {
+	values := map[string]struct{ in, want string }{
+		"multiturn_trajectory.context_condenser.type":       {"simple", "last_n"},
+		"reward_computation.type":                           {"grpo", "inverse"},
+		"reward_computation.domain":                         {"coding", "code"},
+		"env_cfgs.env_name":                                 {"FrozenLake", "frozenlake"},
+		"train_cfgs.multi_turn":                             {"false", "1"},
+		"algorithm.adv_estimator":                           {"gae", "gae"},
+		"train_cfgs.bi_level_gae":                           {"true", "true"},
+		"algorithm.norm_adv_by_std_in_grpo":                 {"false", "false"},
+		"norm_adv_by_std_in_grpo":                           {"false", "false"},
+		"trajectory_profiling.enable":                       {"true", "true"},
+		"trajectory_profiling.profile_reward_computation":   {"true", "true"},
+		"trajectory_profiling.profile_context_condensation": {"true", "true"},
+		"reward_computation.ground_truth_file":              {"answers.jsonl", "answers.jsonl"},
+		"algorithm.gamma":                                   {"0.5", "0.5"}, "algorithm.lam": {"0.5", "0.5"}, "train_cfgs.gamma": {"0.5", "0.5"},
+		"train_cfgs.gae_lambda": {"0.5", "0.5"}, "train_cfgs.high_level_gamma": {"0.5", "0.5"},
+		"advantage_epsilon": {"0.0001", "0.0001"}, "turn_advantage_coef": {"0.5", "0.5"},
+	}
+	for _, sk := range SeedKeys {
+		if sk.Native == "" {
+			continue
+		}
+		v, ok := values[sk.Seed]
+		if !ok {
+			v = struct{ in, want string }{"7", "7"}
+		}
+		// Nest the dotted seed key into YAML.
+		parts := strings.Split(sk.Seed, ".")
+		var b strings.Builder
+		for i, p := range parts {
+			b.WriteString(strings.Repeat("  ", i) + p + ":")
+			if i == len(parts)-1 {
+				b.WriteString(" " + v.in)
+			}
+			b.WriteString("\n")
+		}
+		c := Defaults()
+		if err := c.loadYAML("seed.yaml", []byte(b.String())); err != nil {
+			t.Errorf("%s: %v", sk.Seed, err)
+			continue
+		}
+		f, err := fieldAt(reflectValue(c), sk.Native)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(strings.TrimSuffix(fmtValue(f), ".0"), "s"); got != v.want {
+			t.Errorf("%s = %s set %s to %q, want %q", sk.Seed, v.in, sk.Native, got, v.want)
+		}
+		if c.Origin(sk.Native) != "seed.yaml:"+itoa(len(parts)) {
+			t.Errorf("%s: origin %q", sk.Seed, c.Origin(sk.Native))
+		}
+	}
+	// The same keys work as --set overrides.
+	c := Defaults()
+	if err := c.Set("algorithm.multiturn_grpo.n_trajectories_per_question", "12", "--set"); err != nil || c.Rollout.Group != 12 {
+		t.Errorf("--set seed key: group %d, %v", c.Rollout.Group, err)
+	}
+	// reward_computation of type command or http is the external reward section.
+	f := writeYAML(t, "model: m\nreward_computation:\n  type: command\n  command: [python3, r.py]\n  timeout: 5s\n")
+	c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv})
+	if err != nil || c.RewardComputation == nil || c.RewardComputation.Command[1] != "r.py" || c.RewardComputation.Timeout.Seconds() != 5 {
+		t.Errorf("external reward: %+v %v", c.RewardComputation, err)
+	}
+}
+
+// A saved configuration reads back as the same configuration, and Diff names what changed.
+func TestSavedRoundTripAndDiff(t *testing.T) {
+	c, err := Resolve(Sources{Preset: "mt-grpo", LookupEnv: noEnv, Overrides: []Override{
+		{Key: "init.preset", Value: "tiny", Where: "--set"}, {Key: "init.arch", Value: "qwen3", Where: "--set"},
+		{Key: "init.hidden_size", Value: "128", Where: "--set"}, {Key: "rollout.chat_vars", Value: "{enable_thinking: false}", Where: "--set"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, c.YAML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSaved(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(c, back); len(d) != 0 || back.Preset != "mt-grpo" {
+		t.Errorf("saved and read back differ: %v (preset %q)", d, back.Preset)
+	}
+	back.Optim.LR = 2e-6
+	if d := Diff(c, back); len(d) != 1 || d[0] != "optim.lr: 1e-06 → 2e-06" {
+		t.Errorf("diff %v", d)
+	}
+	if !strings.Contains(c.Compact(), "rollout: {tasks: 8, group: 8,") {
+		t.Errorf("compact form:\n%s", c.Compact())
+	}
+}
+
+// GPUS picks the device; N_GPUS > 1 is refused (no multi-GPU launcher in this build).
+func TestGPUs(t *testing.T) {
+	c, err := Resolve(Sources{LookupEnv: envOf(map[string]string{"GPUS": "3", "N_GPUS": "1", "MODEL": "m"})})
+	if err != nil || c.Device != "cuda:3" {
+		t.Errorf("GPUS=3: %q %v", c.Device, err)
+	}
+	c, err = Resolve(Sources{LookupEnv: envOf(map[string]string{"GPUS": "cpu", "MODEL": "m"})})
+	if err != nil || c.Device != "cpu" {
+		t.Errorf("GPUS=cpu: %q %v", c.Device, err)
+	}
+}
+
+func reflectValue(c *Config) reflect.Value { return reflect.ValueOf(c).Elem() }
+
+func fmtValue(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
+
+func itoa(i int) string { return strconv.Itoa(i) }

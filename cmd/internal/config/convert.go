@@ -1,0 +1,188 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
+
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/external"
+	"github.com/mtgrpo/mtgrpo/env/sandbox"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/rollout"
+)
+
+// Condenser builds the configured context condenser.
+func (c *Config) Condenser() (rollout.Condenser, error) {
+	cc := c.Rollout.Condenser
+	switch cc.Type {
+	case CondenseFull, "":
+		return rollout.Full{}, nil
+	case CondenseLastN:
+		return rollout.LastN{N: cc.KeepLastN}, nil
+	case CondenseTokenBudget:
+		return rollout.TokenBudget{MaxTokens: cc.MaxTokens}, nil
+	case CondenseSummary:
+		return rollout.Summary{MaxSteps: cc.SummaryEvery, MaxTokens: cc.MaxTokens, KeepLast: cc.KeepLastN,
+			MaxSummaryTokens: cc.SummaryTokens, Train: cc.TrainSummary}, nil
+	}
+	_, err := parseCondenser(string(cc.Type))
+	return nil, err
+}
+
+// Spec is the random model of an init: section.
+func (i *InitConfig) Spec() modelinit.Spec {
+	return modelinit.Spec{Arch: i.Arch, Preset: i.Preset, Seed: i.Seed, HiddenSize: i.HiddenSize,
+		IntermediateSize: i.IntermediateSize, NumHiddenLayers: i.NumHiddenLayers, NumAttentionHeads: i.NumAttentionHeads,
+		NumKeyValueHeads: i.NumKeyValueHeads, HeadDim: i.HeadDim}
+}
+
+// MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus
+// one output.
+func (c *Config) MaxLen() int {
+	if c.Rollout.MaxLen > 0 {
+		return c.Rollout.MaxLen
+	}
+	if c.Rollout.MaxContextTokens > 0 {
+		return c.Rollout.MaxContextTokens + c.Rollout.MaxNewTokens
+	}
+	return 4096
+}
+
+// Slots is how many sequences the engine decodes at once: rollout.slots, else one per
+// trajectory of a step.
+func (c *Config) Slots() int {
+	if c.Rollout.Slots > 0 {
+		return c.Rollout.Slots
+	}
+	return c.Rollout.Tasks * c.Rollout.Group
+}
+
+// Sampling is the sampling of training rollouts.
+func (c *Config) Sampling() rollout.Sampling {
+	r := c.Rollout
+	return rollout.Sampling{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
+		MaxNewTokens: r.MaxNewTokens, Greedy: r.Temperature == 0}
+}
+
+// Trainer is the trainer's configuration.
+func (c *Config) Trainer() (grpo.Config, error) {
+	cond, err := c.Condenser()
+	if err != nil {
+		return grpo.Config{}, err
+	}
+	r, a, l, o, u := c.Rollout, c.Advantage, c.Loss, c.Optim, c.Update
+	g := grpo.Config{
+		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
+			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
+			ChatVars: r.ChatVars, Workers: r.Workers},
+		Advantage: grpo.AdvConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
+			GAE: grpo.GAEConfig{Gamma: a.Gamma, Lambda: a.Lambda, BiLevel: a.BiLevel, TurnGamma: a.TurnGamma}},
+		Reward: grpo.RewardConfig{KLCoef: c.Reward.KLCoef, KLKind: c.Reward.KLKind},
+		Loss: grpo.LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
+			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
+			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax,
+			Agg: grpo.AggConfig{Mode: l.Agg, Turns: l.AggTurns, Norm: l.AggNorm}},
+		Optim: grpo.OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
+			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
+		Update: grpo.UpdateConfig{Epochs: u.Epochs, MiniBatches: u.MiniBatches, MicroTokens: u.MicroTokens,
+			Checkpoint: u.GradientCheckpointing},
+		DAPO: grpo.DAPOConfig{DynamicSampling: c.DAPO.DynamicSampling, MaxGenBatches: c.DAPO.MaxGenBatches,
+			OverlongLen: c.DAPO.OverlongLen, OverlongFactor: c.DAPO.OverlongFactor},
+		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,
+			MaxGradNorm: c.Critic.MaxGradNorm},
+		Seed: c.Seed,
+	}
+	return g, nil
+}
+
+// SFTTrainer is the trainer's configuration for the SFT warm-up: the run's, with sft.lr at a
+// constant rate and no warmup.
+func (c *Config) SFTTrainer() (grpo.Config, error) {
+	g, err := c.Trainer()
+	if err != nil {
+		return g, err
+	}
+	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.TotalSteps = c.SFT.LR, 0, grpo.Constant, 0
+	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
+	g.Advantage.Estimator = grpo.EstGRPO
+	return g, nil
+}
+
+// EnvConfig is the environment's configuration. log receives the python sandbox's set-up line.
+func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
+	e := c.Env
+	py, err := c.sandbox(log)
+	if err != nil {
+		return env.Config{}, err
+	}
+	return env.Config{MaxTurns: e.MaxTurns, Context: e.RewardRule, Budget: e.RewardBudget, Python: py,
+		CorpusPath: e.Corpus, Slippery: e.Slippery, Tools: e.Tools, Domain: e.Domain,
+		MaxToolCalls: e.MaxToolCalls, ToolTime: e.ToolTime}, nil
+}
+
+// guarantees are the sandbox's isolation guarantees by their configuration names.
+var guarantees = map[string]sandbox.Guarantee{
+	"minimal_root": sandbox.MinimalRoot, "no_network": sandbox.NoNetwork, "no_leftovers": sandbox.NoLeftovers,
+	"unprivileged": sandbox.Unprivileged, "memory_accounted": sandbox.MemoryAccounted,
+	"syscall_filter": sandbox.SyscallFilter,
+}
+
+func (c *Config) sandbox(log func(string)) (sandbox.Config, error) {
+	p := c.Env.Python
+	lim := sandbox.DefaultLimits
+	setPositive(&lim.Wall, p.Wall)
+	setPositive(&lim.CPUSeconds, p.CPUSeconds)
+	setPositive(&lim.MemoryBytes, p.MemoryMB<<20)
+	setPositive(&lim.Processes, p.Processes)
+	setPositive(&lim.FileBytes, p.FileMB<<20)
+	setPositive(&lim.DiskBytes, p.DiskMB<<20)
+	setPositive(&lim.OutputBytes, p.OutputBytes)
+	setPositive(&lim.OpenFiles, p.OpenFiles)
+	s := sandbox.Config{Python: p.Interpreter, Helper: p.Helper, Limits: lim, ReadDirs: p.ReadDirs, SitePackages: p.SitePackages, Log: log}
+	for _, name := range p.Require {
+		g, ok := guarantees[name]
+		if !ok {
+			return s, fmt.Errorf("env.python.require: unknown guarantee %q (minimal_root, no_network, no_leftovers, "+
+				"unprivileged, memory_accounted, syscall_filter)", name)
+		}
+		s.Require |= g
+	}
+	if p.BudgetMB > 0 {
+		s.Budget = sandbox.NewBudget(p.BudgetMB << 20)
+	}
+	return s, nil
+}
+
+func setPositive[T ~int | ~int64](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// External is the environment's outside parts.
+func (c *Config) External() external.Config {
+	return external.Config{MCP: c.MCP, OpenEnv: c.OpenEnv, Reward: c.RewardComputation}
+}
+
+// EvalRun is how the validation set is played.
+func (c *Config) EvalRun() (grpo.EvalConfig, error) {
+	cond, err := c.Condenser()
+	if err != nil {
+		return grpo.EvalConfig{}, err
+	}
+	e := c.Eval
+	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.MaxNewTokens}
+	return grpo.EvalConfig{Samples: e.Samples, Sampling: s, MaxTurns: c.Rollout.MaxTurns,
+		MaxContextTokens: c.Rollout.MaxContextTokens, Condenser: cond, ChatVars: c.Rollout.ChatVars,
+		Seed: c.Seed ^ 0x6576616c}, nil
+}
+
+// RLSteps is the number of RL steps: train.steps, else train.epochs passes over trainTasks tasks.
+func (c *Config) RLSteps(trainTasks int) int {
+	if c.Train.Steps > 0 {
+		return c.Train.Steps
+	}
+	per := max(c.Rollout.Tasks, 1)
+	return max(1, (c.Train.Epochs*trainTasks+per-1)/per)
+}

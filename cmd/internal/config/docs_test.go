@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const docsPath = "../../../docs/config.md"
+
+// keyTable is docs/config.md's table of native keys: every key with its value in the general
+// preset.
+func keyTable() string {
+	c := Defaults()
+	if err := applyPreset(c, PresetGeneral); err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	b.WriteString("| key | general preset |\n|---|---|\n")
+	root := reflect.ValueOf(c).Elem()
+	for _, k := range Keys() {
+		v, _ := fieldAt(root, k)
+		val := fmt.Sprint(v.Interface())
+		switch {
+		case v.Kind() == reflect.Pointer && v.IsNil(), v.Kind() == reflect.Map && v.Len() == 0, v.Kind() == reflect.Slice && v.Len() == 0:
+			val = ""
+		case v.Kind() == reflect.String && val == "":
+			val = `""`
+		}
+		fmt.Fprintf(&b, "| `%s` | %s |\n", k, val)
+	}
+	return b.String()
+}
+
+// seedTable is docs/config.md's table of seed keys, from SeedKeys.
+func seedTable() string {
+	var b strings.Builder
+	b.WriteString("| seed key | native key | note |\n|---|---|---|\n")
+	for _, k := range SeedKeys {
+		native := "`" + k.Native + "`"
+		if k.Native == "" {
+			native = "(checked only)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Seed, native, k.Note)
+	}
+	return b.String()
+}
+
+// envTable is docs/config.md's table of environment variables, from EnvVars.
+func envTable() string {
+	var b strings.Builder
+	b.WriteString("| variable | sets | meaning |\n|---|---|---|\n")
+	for _, v := range EnvVars {
+		key := "`" + v.Key + "`"
+		if v.Key == "" {
+			key = "`device`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", v.Name, key, v.Doc)
+	}
+	return b.String()
+}
+
+// docs/config.md's generated tables match the code (MTGRPO_UPDATE_DOCS=1 rewrites them).
+func TestDocsTables(t *testing.T) {
+	b, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for name, want := range map[string]string{"keys": keyTable(), "seed": seedTable(), "env": envTable()} {
+		re := regexp.MustCompile(`(?s)(<!-- ` + name + ` -->\n)(.*?)(<!-- /` + name + ` -->)`)
+		m := re.FindStringSubmatch(doc)
+		if m == nil {
+			t.Errorf("%s: no <!-- %s --> ... <!-- /%s --> section", docsPath, name, name)
+			continue
+		}
+		if m[2] != want {
+			if os.Getenv("MTGRPO_UPDATE_DOCS") == "1" {
+				doc = strings.Replace(doc, m[0], m[1]+want+m[3], 1)
+				continue
+			}
+			t.Errorf("%s: the %s table differs from the code; regenerate with MTGRPO_UPDATE_DOCS=1 go test -run TestDocsTables ./cmd/internal/config/", docsPath, name)
+		}
+	}
+	if os.Getenv("MTGRPO_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(docsPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

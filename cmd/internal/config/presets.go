@@ -1,0 +1,73 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mtgrpo/mtgrpo/grpo"
+)
+
+// Preset names.
+const (
+	PresetGeneral = "general"
+	PresetMath    = "math"
+	PresetMTGRPO  = "mt-grpo"
+)
+
+// presets are the starting points a run picks before its YAML, variables and flags apply. They
+// follow the seed projects' shipped configurations: the multi-turn GRPO trainer's base and math
+// configs, and MT-GRPO's tool-use setup.
+var presets = map[string]struct {
+	summary string
+	apply   func(*Config)
+}{
+	PresetGeneral: {"multi-turn GRPO with condensed contexts (task + last 2 steps), 4 trajectories per task, 5 turns, 2048-token contexts",
+		func(c *Config) {
+			c.Advantage.Estimator = grpo.EstMultiTurnGRPO
+			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 4, 5, 2048
+			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 2}
+		}},
+	PresetMath: {"math reasoning: 6 trajectories per task, temperature 0.3, top-p 0.95, 7 turns, 4096-token contexts (task + last 3 steps), gsm8k",
+		func(c *Config) {
+			c.Advantage.Estimator = grpo.EstMultiTurnGRPO
+			c.Env.Name, c.Env.Domain = "gsm8k", "math"
+			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
+			c.Rollout.Temperature, c.Rollout.TopP, c.Rollout.MaxNewTokens = 0.3, 0.95, 1024
+			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 3}
+		}},
+	PresetMTGRPO: {"MT-GRPO turn-level credit on tool use (wiki_qa search tool), 8 trajectories per task, full history, 4 turns",
+		func(c *Config) {
+			c.Advantage.Estimator, c.Advantage.TurnCoef = grpo.EstMTGRPO, 1
+			c.Env.Name = "wiki_qa"
+			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 8, 4, 4096
+			c.Rollout.Condenser = CondenserConfig{Type: CondenseFull}
+		}},
+}
+
+// PresetNames lists the presets, sorted.
+func PresetNames() []string {
+	var out []string
+	for k := range presets {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PresetSummary is a preset's one-line description ("" for an unknown name).
+func PresetSummary(name string) string { return presets[name].summary }
+
+// applyPreset applies a preset to c ("" means general).
+func applyPreset(c *Config, name string) error {
+	if name == "" {
+		name = PresetGeneral
+	}
+	p, ok := presets[name]
+	if !ok {
+		return fmt.Errorf("unknown preset %q (%s)", name, strings.Join(PresetNames(), ", "))
+	}
+	p.apply(c)
+	c.Preset = name
+	return nil
+}

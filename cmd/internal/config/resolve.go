@@ -1,0 +1,318 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Sources are the layers of one resolution. The order is: defaults, the preset, the YAML files
+// in order, environment variables (EnvVars), then Overrides in order (flags and --set).
+type Sources struct {
+	// Base replaces the defaults and the preset: a resumed run starts from the configuration it
+	// was saved with, and what is given now applies on top.
+	Base *Config
+	// Preset is --preset; empty: $PRESET, else the first file's preset key, else general.
+	Preset string
+	// Docs are YAML documents given in memory (the demo's embedded configuration), applied
+	// before Files.
+	Docs []Doc
+	// Files are YAML files; nil: the comma-separated list in $CONFIG.
+	Files []string
+	// LookupEnv reads environment variables (os.LookupEnv; tests pass their own).
+	LookupEnv func(string) (string, bool)
+	// Overrides are key=value settings with the flag that gave them.
+	Overrides []Override
+}
+
+// Doc is a YAML document and the name errors give it.
+type Doc struct {
+	Name string
+	Data []byte
+}
+
+// Override sets one key; Where names the flag ("--lr", "--set") in errors.
+type Override struct {
+	Key, Value, Where string
+}
+
+// ParseSet reads a --set (or positional) "key=value" argument.
+func ParseSet(arg, where string) (Override, error) {
+	k, v, ok := strings.Cut(arg, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return Override{}, fmt.Errorf("%s %q: want key=value (e.g. rollout.tasks=16 or algorithm.adv_estimator=mt_grpo)", where, arg)
+	}
+	return Override{Key: k, Value: v, Where: where}, nil
+}
+
+// Resolve builds the configuration from its sources and validates it.
+func Resolve(s Sources) (*Config, error) {
+	c, err := ResolveUnchecked(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ResolveUnchecked builds the configuration without validating the result (every value read is
+// still checked): enough to find a run's directory before its checkpoint's configuration is read.
+func ResolveUnchecked(s Sources) (*Config, error) {
+	if s.LookupEnv == nil {
+		s.LookupEnv = os.LookupEnv
+	}
+	files := s.Files
+	if files == nil {
+		if v, ok := s.LookupEnv("CONFIG"); ok && v != "" {
+			files = strings.Split(v, ",")
+		}
+	}
+	c := s.Base
+	if c == nil {
+		name, where, err := presetOf(s, files)
+		if err != nil {
+			return nil, err
+		}
+		c = Defaults()
+		if err := applyPreset(c, name); err != nil {
+			return nil, &Error{Where: where, Key: "preset", Err: err}
+		}
+	}
+	for _, d := range s.Docs {
+		if err := c.loadYAML(d.Name, d.Data); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		if err := c.LoadFile(strings.TrimSpace(f)); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.applyEnv(s.LookupEnv); err != nil {
+		return nil, err
+	}
+	for _, o := range s.Overrides {
+		if err := c.Set(o.Key, o.Value, o.Where); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// presetOf picks the preset and says where from: --preset, $PRESET, the first file that names
+// one, general.
+func presetOf(s Sources, files []string) (name, where string, err error) {
+	if s.Preset != "" {
+		return s.Preset, "--preset", nil
+	}
+	if v, ok := s.LookupEnv("PRESET"); ok && v != "" {
+		return v, "$PRESET", nil
+	}
+	docs := s.Docs
+	for _, f := range files {
+		b, err := os.ReadFile(strings.TrimSpace(f))
+		if err != nil {
+			return "", "", &Error{Where: f, Err: errors.Unwrap(err)}
+		}
+		docs = append(docs, Doc{Name: f, Data: b})
+	}
+	for _, d := range docs {
+		var top struct {
+			Preset string `yaml:"preset"`
+		}
+		if yaml.Unmarshal(d.Data, &top) == nil && top.Preset != "" {
+			return top.Preset, d.Name, nil
+		}
+	}
+	return PresetGeneral, "default", nil
+}
+
+// Set sets a key given as text (a flag, a variable, --set), in the native or the seed layout;
+// the value is read as YAML (16, 1e-6, true, [a, b], {k: v}).
+func (c *Config) Set(key, value, where string) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &doc); err != nil {
+		return &Error{Where: where, Key: key, Err: fmt.Errorf("cannot read %q as a value: %v", value, err)}
+	}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+	if len(doc.Content) > 0 {
+		n = doc.Content[0]
+	}
+	if value == "" {
+		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""} // key= clears a string
+	}
+	d := &decoder{c: c, what: where}
+	k := &yaml.Node{Kind: yaml.ScalarNode, Value: key}
+	if key == "preset" {
+		return &Error{Where: where, Key: key, Err: fmt.Errorf("choose the preset with --preset or $PRESET (it applies before the files)")}
+	}
+	top := strings.Split(key, ".")[0]
+	if isSeedKey(top) && !isSeedSection(key, n) {
+		for _, sk := range SeedKeys {
+			if sk.Seed == key {
+				return d.seedLeaf(sk, k, n)
+			}
+		}
+		if _, err := fieldAt(reflect.ValueOf(c).Elem(), key); err != nil {
+			return &Error{Where: where, Err: fmt.Errorf("unknown key %s (seed keys under %s: %s)", key, top, strings.Join(seedChildren(top), ", "))}
+		}
+	}
+	return d.set(key, k, n)
+}
+
+// isSeedSection reports whether key=value sets a native key that shares its top-level name with
+// a seed section (reward_computation.url of an external reward function).
+func isSeedSection(key string, n *yaml.Node) bool {
+	if !strings.HasPrefix(key, "reward_computation.") {
+		return false
+	}
+	for _, sk := range SeedKeys {
+		if sk.Seed == key {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadSaved reads a configuration saved in a run directory or checkpoint (config.yaml): every key
+// is checked as in any file, and its preset is kept as recorded.
+func ReadSaved(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c := Defaults()
+	var top struct {
+		Preset string `yaml:"preset"`
+	}
+	if err := yaml.Unmarshal(b, &top); err == nil {
+		c.Preset = top.Preset
+	}
+	if err := c.loadYAML(path, b); err != nil {
+		return nil, err
+	}
+	c.origin = nil // a saved configuration is one source: report it as such
+	for _, k := range Keys() {
+		c.setOrigin(k, path)
+	}
+	return c, nil
+}
+
+// Clone copies the configuration (through YAML, so nothing is shared).
+func (c *Config) Clone() *Config {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("config: marshal: %v", err)) // every field is a plain value
+	}
+	out := Defaults()
+	if err := yaml.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("config: unmarshal: %v", err))
+	}
+	out.origin = map[string]string{}
+	for k, v := range c.origin {
+		out.origin[k] = v
+	}
+	return out
+}
+
+// YAML is the configuration as config.yaml holds it.
+func (c *Config) YAML() []byte {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		panic(fmt.Sprintf("config: marshal: %v", err)) // every field is a plain value
+	}
+	enc.Close()
+	return b.Bytes()
+}
+
+// Compact is the configuration in a few lines for the start of a log: one line per section,
+// leaving out what is empty, zero or off (config.yaml has everything).
+func (c *Config) Compact() string {
+	var root yaml.Node
+	if err := root.Encode(c); err != nil {
+		return fmt.Sprintf("config: %v", err)
+	}
+	prune(&root)
+	for i := 1; i < len(root.Content); i += 2 {
+		flow(root.Content[i])
+	}
+	b, err := yaml.Marshal(&root)
+	if err != nil {
+		return fmt.Sprintf("config: %v", err)
+	}
+	return strings.TrimRight(string(b), "\n")
+}
+
+// prune drops the mapping entries whose value is empty, an integer 0, false or a zero duration,
+// and the mappings left empty. Float zeros stay: temperature 0 means greedy.
+func prune(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.MappingNode:
+		var kept []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !prune(n.Content[i+1]) {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+		return len(kept) == 0
+	case yaml.SequenceNode:
+		return len(n.Content) == 0
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int":
+			return n.Value == "0"
+		case "!!bool":
+			return n.Value == "false"
+		case "!!null":
+			return true
+		case "!!str":
+			return n.Value == "" || n.Value == "0s"
+		}
+	}
+	return false
+}
+
+func flow(n *yaml.Node) {
+	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+		n.Style = yaml.FlowStyle
+	}
+	for _, ch := range n.Content {
+		flow(ch)
+	}
+}
+
+// Diff lists the keys whose values differ between a and b as "key: a → b".
+func Diff(a, b *Config) []string {
+	var out []string
+	ca, cb := reflect.ValueOf(a.Clone()).Elem(), reflect.ValueOf(b.Clone()).Elem()
+	for _, k := range Keys() {
+		va, _ := fieldAt(ca, k) // allocates nil sections in the clones: they read as zero values
+		vb, _ := fieldAt(cb, k)
+		sa, sb := fmt.Sprint(va.Interface()), fmt.Sprint(vb.Interface())
+		if va.Kind() == reflect.Pointer {
+			sa, sb = ptrString(va), ptrString(vb)
+		}
+		if sa != sb {
+			out = append(out, fmt.Sprintf("%s: %s → %s", k, sa, sb))
+		}
+	}
+	return out
+}
+
+func ptrString(v reflect.Value) string {
+	if v.IsNil() {
+		return "none"
+	}
+	return fmt.Sprint(v.Elem().Interface())
+}

@@ -1,0 +1,442 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mtgrpo/mtgrpo/grpo"
+)
+
+// Error is a bad key or value, naming where it was given: "configs/x.yaml:12", "$LR",
+// "--set rollout.tasks=0".
+type Error struct {
+	Where string
+	Key   string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %v", e.Where, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", e.Where, e.Key, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// decoder writes YAML values into a Config strictly: every key must name a field (or a seed key,
+// seed.go), every value must fit its field, and each key's origin is recorded.
+type decoder struct {
+	c    *Config
+	file string // file name for positions; "" for values given elsewhere
+	what string // the origin label when file is ""
+}
+
+func (d *decoder) where(n *yaml.Node) string {
+	if d.file == "" {
+		return d.what
+	}
+	return fmt.Sprintf("%s:%d", d.file, n.Line)
+}
+
+func (d *decoder) fail(n *yaml.Node, key string, format string, a ...any) error {
+	return &Error{Where: d.where(n), Key: key, Err: fmt.Errorf(format, a...)}
+}
+
+// LoadFile applies a YAML file to c.
+func (c *Config) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return &Error{Where: path, Err: errors.Unwrap(err)}
+	}
+	return c.loadYAML(path, b)
+}
+
+// loadYAML applies one YAML document (named name in errors) to c.
+func (c *Config) loadYAML(name string, b []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file sets nothing
+	}
+	d := &decoder{c: c, file: name}
+	return d.document(doc.Content[0])
+}
+
+// document applies a top-level mapping: native sections by their keys, seed keys by translation.
+func (d *decoder) document(root *yaml.Node) error {
+	root = deref(root)
+	if root.Kind != yaml.MappingNode {
+		return d.fail(root, "", "the top level must be a mapping of keys, not %s", kindName(root))
+	}
+	return d.pairs(root, "", func(key string, k, v *yaml.Node) error {
+		if key == "preset" { // chosen before the files apply (Resolve); only checked here
+			if _, ok := presets[v.Value]; !ok {
+				return d.fail(v, key, "unknown preset %q (%s)", v.Value, strings.Join(PresetNames(), ", "))
+			}
+			return nil
+		}
+		if isSeedKey(key) && !(key == "reward_computation" && isExternalReward(v)) {
+			return d.seed(key, k, v)
+		}
+		return d.set(key, k, v)
+	})
+}
+
+// pairs calls fn for each key of a mapping, refusing duplicate keys.
+func (d *decoder) pairs(m *yaml.Node, prefix string, fn func(key string, k, v *yaml.Node) error) error {
+	seen := map[string]int{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		key := join(prefix, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			return d.fail(k, key, "given twice (first at line %d)", line)
+		}
+		seen[k.Value] = k.Line
+		if err := fn(key, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// set decodes v into the field at the dotted path key.
+func (d *decoder) set(key string, k, v *yaml.Node) error {
+	f, err := fieldAt(reflect.ValueOf(d.c).Elem(), key)
+	if err != nil {
+		return d.fail(k, "", "%v", err)
+	}
+	return d.value(v, f, key)
+}
+
+// value decodes n into v (a settable field), recursing into structs so that every nested key is
+// checked.
+func (d *decoder) value(n *yaml.Node, v reflect.Value, key string) error {
+	n = deref(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // "key:" with no value leaves the field as it was
+	}
+	switch {
+	case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		if err := d.value(n, v.Elem(), key); err != nil {
+			return err
+		}
+		// An optional section (init, mcp, ...) is where it was given; keys of a section that
+		// always exists each have their own origin.
+		d.c.setOrigin(key, d.where(n))
+		return nil
+	case v.Kind() == reflect.Struct && v.Type() != reflect.TypeOf(time.Time{}):
+		if n.Kind != yaml.MappingNode {
+			return d.fail(n, key, "want a mapping of %s, got %s", strings.Join(tagsOf(v.Type()), ", "), kindName(n))
+		}
+		return d.pairs(n, key, func(sub string, kn, vn *yaml.Node) error {
+			f, err := child(v, kn.Value, key)
+			if err != nil {
+				return d.fail(kn, "", "%v", err)
+			}
+			return d.value(vn, f, sub)
+		})
+	case v.Kind() == reflect.Slice && elemStruct(v.Type()):
+		if n.Kind != yaml.SequenceNode {
+			return d.fail(n, key, "want a list, got %s", kindName(n))
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			if err := d.value(item, s.Index(i), fmt.Sprintf("%s[%d]", key, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+	default:
+		if err := d.leaf(n, v, key); err != nil {
+			return err
+		}
+	}
+	d.c.setOrigin(key, d.where(n))
+	return nil
+}
+
+// leaf decodes a scalar, list or map value and checks enumerated values.
+func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
+	tmp := reflect.New(v.Type())
+	if err := n.Decode(tmp.Interface()); err != nil {
+		return d.fail(n, key, "want %s, got %s", typeName(v.Type()), shown(n))
+	}
+	if check, ok := enums[v.Type()]; ok {
+		canon, err := check(tmp.Elem().String())
+		if err != nil {
+			return d.fail(n, key, "%v", err)
+		}
+		tmp.Elem().SetString(canon)
+	}
+	v.Set(tmp.Elem())
+	return nil
+}
+
+// enums check (and canonicalise) the values of enumerated fields as they are read, so that a bad
+// value is reported with its file and line.
+var enums = map[reflect.Type]func(string) (string, error){
+	reflect.TypeOf(grpo.Estimator("")):     parseAs(grpo.ParseEstimator),
+	reflect.TypeOf(grpo.AggMode("")):       parseAs(grpo.ParseAggMode),
+	reflect.TypeOf(grpo.TurnWeighting("")): parseAs(grpo.ParseTurnWeighting),
+	reflect.TypeOf(grpo.KLKind("")):        parseAs(grpo.ParseKLKind),
+	reflect.TypeOf(grpo.PolicyLoss("")):    parseAs(grpo.ParsePolicyLoss),
+	reflect.TypeOf(grpo.ISMode("")):        parseAs(grpo.ParseISMode),
+	reflect.TypeOf(grpo.Schedule("")):      parseAs(grpo.ParseSchedule),
+	reflect.TypeOf(CondenserType("")):      parseAs(parseCondenser),
+}
+
+func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, error) {
+	return func(s string) (string, error) {
+		v, err := parse(s)
+		if err != nil {
+			return "", errors.New(strings.TrimPrefix(err.Error(), "grpo: "))
+		}
+		return string(v), nil
+	}
+}
+
+func parseCondenser(s string) (CondenserType, error) {
+	for _, c := range condenserTypes {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	names := make([]string, len(condenserTypes))
+	for i, c := range condenserTypes {
+		names[i] = string(c)
+	}
+	return "", fmt.Errorf("unknown condenser %q (want %s)", s, strings.Join(names, ", "))
+}
+
+// fieldAt walks a dotted path of YAML keys from the Config struct value root, allocating nil
+// pointers to structs on the way.
+func fieldAt(root reflect.Value, path string) (reflect.Value, error) {
+	v := root
+	parent := ""
+	for _, part := range strings.Split(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return reflect.Value{}, fmt.Errorf("%s has no key %q (it is a single value)", parent, part)
+		}
+		f, err := child(v, part, parent)
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		v, parent = f, join(parent, part)
+	}
+	return v, nil
+}
+
+// child is the field of struct v with YAML key name; the error lists the keys there are and the
+// nearest one.
+func child(v reflect.Value, name, parent string) (reflect.Value, error) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if tag := yamlName(t.Field(i)); tag != "" && tag == name {
+			return v.Field(i), nil
+		}
+	}
+	known := tagsOf(t)
+	where := "at the top level"
+	if parent != "" {
+		where = "under " + parent
+	}
+	msg := fmt.Sprintf("unknown key %s %s", join(parent, name), where)
+	if near := nearest(name, known); near != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", join(parent, near))
+	}
+	if parent == "" {
+		return reflect.Value{}, fmt.Errorf("%s; keys: %s, and the seed keys of docs/config.md", msg, strings.Join(known, ", "))
+	}
+	return reflect.Value{}, fmt.Errorf("%s; keys: %s", msg, strings.Join(known, ", "))
+}
+
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+	if tag == "-" {
+		return ""
+	}
+	if tag == "" {
+		return strings.ToLower(f.Name)
+	}
+	return tag
+}
+
+func tagsOf(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if n := yamlName(t.Field(i)); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func elemStruct(t reflect.Type) bool {
+	e := t.Elem()
+	return e.Kind() == reflect.Struct || (e.Kind() == reflect.Pointer && e.Elem().Kind() == reflect.Struct)
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+func deref(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return fmt.Sprintf("%q", n.Value)
+	}
+}
+
+func shown(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return kindName(n)
+}
+
+// typeName says what a field takes, for errors.
+func typeName(t reflect.Type) string {
+	if t == reflect.TypeOf(time.Duration(0)) {
+		return "a duration such as 30s or 1m30s"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Uint64, reflect.Uint, reflect.Uint32:
+		return "an integer >= 0"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(typeName(t.Elem()), "a ") + "s"
+	case reflect.Map:
+		return "a mapping"
+	case reflect.Pointer:
+		return typeName(t.Elem())
+	}
+	return t.String()
+}
+
+// nearest is the known key closest to s by edit distance, if it is close.
+func nearest(s string, known []string) string {
+	best, bestD := "", len(s)/2+2
+	for _, k := range known {
+		if d := editDistance(s, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// setOrigin records where key was set; keys under it inherit it.
+func (c *Config) setOrigin(key, where string) {
+	if c.origin == nil {
+		c.origin = map[string]string{}
+	}
+	c.origin[key] = where
+}
+
+// Origin says where key (or its nearest parent) was last set: a file and line, a variable or
+// a flag; "default" (or the preset's name) otherwise.
+func (c *Config) Origin(key string) string {
+	for k := key; k != ""; {
+		if w, ok := c.origin[k]; ok {
+			return w
+		}
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			break
+		}
+		k = k[:i]
+	}
+	if c.Preset != "" {
+		return "preset " + c.Preset
+	}
+	return "default"
+}
+
+// Keys lists every key of the native layout as dotted paths, sorted (for docs and tests).
+func Keys() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := yamlName(f)
+			if name == "" {
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft.PkgPath() == reflect.TypeOf(Config{}).PkgPath() {
+				walk(ft, join(prefix, name))
+				continue
+			}
+			out = append(out, join(prefix, name))
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+	sort.Strings(out)
+	return out
+}

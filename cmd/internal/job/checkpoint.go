@@ -1,0 +1,171 @@
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+	"github.com/mtgrpo/mtgrpo/torch/safetensors"
+)
+
+// A checkpoint directory (written by run.Checkpoints.Save: atomically, with a manifest) holds:
+//
+//	model/                 the policy as a model directory transformers loads (mtgrpo export copies it)
+//	trainer.safetensors    the trainer's State: optimizer moments and master weights, the critic
+//	state.json             the position: steps done, phase, trainer Progress, data position
+//	config.yaml            the resolved configuration
+const (
+	checkpointModel   = "model"
+	checkpointTrainer = "trainer.safetensors"
+	checkpointState   = "state.json"
+)
+
+// Phases of a run: SFT steps, then RL steps.
+const (
+	phaseSFT = "sft"
+	phaseRL  = "rl"
+)
+
+// state is where a run stands. With the weights and the trainer's State it is all a resumed run
+// needs: the trainer's randomness depends on Config.Seed and its step count only, and the tasks
+// on the data position.
+type state struct {
+	// Step counts the run's steps done: SFT steps, then RL steps.
+	Step int `json:"step"`
+	// Phase is the phase of the trainer whose Progress and State are saved (none at the boundary:
+	// the RL trainer starts fresh).
+	Phase   string        `json:"phase"`
+	Trainer grpo.Progress `json:"trainer"`
+	// DataPos is how many training tasks the RL steps have drawn.
+	DataPos int `json:"data_position"`
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	if err := rundir.Verify(dir, true); err != nil {
+		return st, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, checkpointState))
+	if err != nil {
+		return st, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("checkpoint %s: %s: %w", dir, checkpointState, err)
+	}
+	if st.Step < 0 || st.DataPos < 0 || (st.Phase != phaseSFT && st.Phase != phaseRL) {
+		return st, fmt.Errorf("checkpoint %s: %s: step %d, phase %q, data position %d", dir, checkpointState, st.Step, st.Phase, st.DataPos)
+	}
+	return st, nil
+}
+
+// save writes a checkpoint of the run's current position; tr is the phase's trainer (nil at the
+// boundary between SFT and RL). Run on the torch thread.
+func (j *job) save(tr *grpo.Trainer) error {
+	st := j.st
+	ck, err := j.run.Checkpoints.Save(st.Step, func(dir string) error {
+		if err := j.policy.Model.Export(filepath.Join(dir, checkpointModel), model.ExportOptions{}); err != nil {
+			return err
+		}
+		if tr != nil {
+			s := torch.NewScope()
+			defer s.Close()
+			if err := torch.SaveSafetensors(filepath.Join(dir, checkpointTrainer), tr.State(), nil); err != nil {
+				return err
+			}
+		}
+		b, _ := json.MarshalIndent(st, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, checkpointState), b, 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rundir.ConfigFile), j.cfg.YAML(), 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	j.log.Info().Int("step", st.Step).Str("dir", ck.Dir).Msg("checkpoint saved")
+	return nil
+}
+
+// restoreInto restores the checkpoint's trainer into tr, the new trainer of phase, when the
+// checkpoint was saved in that phase; a trainer of any later phase starts fresh.
+func (j *job) restoreInto(tr *grpo.Trainer, phase string) error {
+	if j.restorePhase != phase {
+		return nil
+	}
+	j.restorePhase = ""
+	return j.restore(tr)
+}
+
+// restore puts the checkpoint's trainer State and Progress into tr. Run on the torch thread.
+func (j *job) restore(tr *grpo.Trainer) error {
+	path := filepath.Join(j.o.Checkpoint, checkpointTrainer)
+	f, err := safetensors.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // saved at a phase boundary: the trainer starts fresh
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	s := torch.NewScope()
+	defer s.Close()
+	dev, err := torch.ParseDevice(j.cfg.Device)
+	if err != nil {
+		return err
+	}
+	tensors := map[string]*torch.Tensor{}
+	for _, name := range f.Names() {
+		info, err := f.Info(name)
+		if err != nil {
+			return err
+		}
+		dt, err := torch.DTypeOf(info.DType)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		if tensors[name], err = torch.LoadTensor(f, name, dev, dt); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+	}
+	if err := tr.Restore(j.st.Trainer, tensors); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", j.o.Checkpoint, err)
+	}
+	return nil
+}
+
+// FindCheckpoint resolves what --resume names: "" or "latest" is the newest complete checkpoint of
+// the run directory (ok false when it has none), anything else a checkpoint directory, which must
+// be complete. It returns the checkpoint and the run directory it belongs to.
+func FindCheckpoint(resume, runDir string) (dir, run string, ok bool, err error) {
+	if resume == "" || resume == "latest" {
+		if _, err := os.Stat(filepath.Join(runDir, rundir.CheckpointsDir)); errors.Is(err, fs.ErrNotExist) {
+			return "", runDir, false, nil
+		}
+		cs, err := rundir.OpenCheckpoints(filepath.Join(runDir, rundir.CheckpointsDir), 0)
+		if err != nil {
+			return "", runDir, false, err
+		}
+		ck, ok, err := cs.Latest()
+		return ck.Dir, runDir, ok, err
+	}
+	if err := rundir.Verify(resume, true); err != nil {
+		return "", "", false, fmt.Errorf("--resume %s: %w", resume, err)
+	}
+	return resume, filepath.Dir(filepath.Dir(filepath.Clean(resume))), true, nil
+}
+
+// SavedConfig reads a checkpoint's configuration.
+func SavedConfig(checkpoint string) (*config.Config, error) {
+	return config.ReadSaved(filepath.Join(checkpoint, rundir.ConfigFile))
+}
+
+// ModelOf is the model directory inside a checkpoint.
+func ModelOf(checkpoint string) string { return filepath.Join(checkpoint, checkpointModel) }

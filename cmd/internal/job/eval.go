@@ -1,0 +1,115 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/tokenizer"
+)
+
+// Headline validation metrics under the names the report and the summary read: accuracy is the
+// lenient accuracy (any stated answer), accuracy_strict the "####" answer only, score the mean
+// reward, format the share of well-formed final answers (rubrics that check a format).
+const (
+	valAccuracy       = "val/accuracy"
+	valAccuracyStrict = "val/accuracy_strict"
+	valScore          = "val/score"
+	valFormat         = "val/format"
+)
+
+// validate plays the validation tasks on gen with the run's evaluation settings and returns the
+// val/ metrics and the trajectories. Run on the torch thread.
+func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok *tokenizer.Tokenizer,
+	envs *env.Environment, tasks []env.Task) (grpo.Metrics, []*rollout.Trajectory, error) {
+	ec, err := c.EvalRun()
+	if err != nil {
+		return nil, nil, err
+	}
+	ec.MaxOpenEpisodes = envs.MaxConcurrent
+	m, trajs, err := grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, from := range map[string]string{valAccuracy: "val/train/accuracy", valAccuracyStrict: "val/train/accuracy_strict",
+		valScore: "val/critic/score/mean", valFormat: "val/reward/format/mean"} {
+		if v, ok := m[from]; ok {
+			m[name] = v
+		}
+	}
+	return m, trajs, nil
+}
+
+// evaluate adds the validation metrics to a step's metrics and logs the headline numbers.
+func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error {
+	j.gen.Begin(fmt.Sprintf("step %d eval", j.st.Step))
+	val, _, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val)
+	j.gen.End()
+	if err != nil {
+		return fmt.Errorf("eval at step %d: %w", j.st.Step, err)
+	}
+	for k, v := range val {
+		m[k] = v
+	}
+	ev := j.log.Info().Int("step", j.st.Step).Int("tasks", len(j.data.val))
+	for _, k := range []string{valScore, valFormat, valAccuracy, valAccuracyStrict, "val/pass@1"} {
+		if v, ok := val[k]; ok {
+			ev = ev.Float64(k, v)
+		}
+	}
+	if label == "" {
+		label = fmt.Sprintf("step %d", j.st.Step)
+	}
+	ev.Msg("eval: " + label)
+	return nil
+}
+
+// evalOnly evaluates and records the result as step's metrics (step 0: the starting model).
+func (j *job) evalOnly(ctx context.Context, step int, label string) error {
+	m := grpo.Metrics{}
+	if err := j.evaluate(ctx, m, label); err != nil {
+		return err
+	}
+	return j.run.Step(step, rundir.Metrics(m))
+}
+
+// EvalOptions say what to evaluate.
+type EvalOptions struct {
+	Config *config.Config
+	// Model is the model directory (a checkpoint's model/ or any model).
+	Model string
+	Bars  *progress.Bars
+}
+
+// Eval plays the validation set of c on a model and returns the val/ metrics and the
+// trajectories. Run on the torch thread.
+func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajectory, error) {
+	c := o.Config
+	ec, err := c.EnvConfig(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	envs, ext, err := externalOpen(ctx, c, ec)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ext.Close()
+	tasks, _, err := loadTasks(c.Data.Val, c.Data.ValSize, int64(c.Seed)^valSeedSalt, c, envs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("validation data: %w", err)
+	}
+	p, err := openPolicy(o.Model, c, false, o.Bars)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer p.Close()
+	gen := progress.NewPhases(p.Engine, o.Bars)
+	gen.Begin("eval")
+	defer gen.End()
+	return validate(ctx, c, gen, p.Tok, envs, tasks)
+}

@@ -1,0 +1,122 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/report"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/model"
+)
+
+// finish exports the trained model, writes the report page and prints the summary.
+func (j *job) finish() error {
+	if j.cfg.Train.Export {
+		dst := filepath.Join(j.cfg.RunDir, ModelDir)
+		if err := ExportModel(j.policy.Model, dst, j.cfg.Train.ExportDType, j.o.Bars); err != nil {
+			return err
+		}
+		j.log.Info().Str("dir", dst).Msg("model exported")
+	}
+	if j.cfg.Train.Report {
+		r, err := report.Load(j.cfg.RunDir)
+		if err == nil {
+			_, err = report.WritePage(r)
+		}
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	recs, err := rundir.ReadMetrics(j.cfg.RunDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(j.out(), Summary(recs, j.sftSteps, j.rlSteps, time.Since(j.start), j.cfg.RunDir, j.cfg.Train.Export, j.cfg.Train.Report))
+	return nil
+}
+
+// ExportModel writes m as a model directory at dst: into a temporary directory beside it first,
+// then renamed into place (an existing dst is replaced only then), so dst is always a complete
+// model. dtype "" keeps the model's. Run on the torch thread.
+func ExportModel(m *model.Model, dst, dtype string, bars *progress.Bars) error {
+	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.tmp-%d", filepath.Base(dst), os.Getpid()))
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := m.Export(tmp, model.ExportOptions{DType: dtype, Progress: &progress.Load{Bars: bars}}); err != nil {
+		return err
+	}
+	old := tmp + "-old"
+	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer os.RemoveAll(old)
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// Summary is the end-of-run table: the validation reward and accuracy before training, after the
+// SFT warm-up and at the end, read back from the run's metrics (so a resumed run reports its
+// whole history).
+func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, runDir string, exported, reported bool) string {
+	type row struct {
+		label string
+		m     rundir.Metrics
+	}
+	var rows []row
+	var last rundir.Record
+	for _, r := range recs {
+		if _, ok := r.Values[valScore]; !ok {
+			continue
+		}
+		switch {
+		case r.Step == 0:
+			rows = append(rows, row{"before training", r.Values})
+		case r.Step == sftSteps && sftSteps > 0:
+			rows = append(rows, row{fmt.Sprintf("after SFT (step %d)", r.Step), r.Values})
+		}
+		last = r
+	}
+	if last.Values != nil && last.Step > sftSteps {
+		rows = append(rows, row{fmt.Sprintf("after RL (step %d)", last.Step), last.Values})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nmtgrpo train: %d steps (%d SFT, %d RL) in %v\n", sftSteps+rlSteps, sftSteps, rlSteps, wall.Round(time.Second))
+	if len(rows) > 0 {
+		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "validation\treward\tformat\taccuracy\tstrict accuracy\tpass@1\t")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label, num(r.m, valScore), num(r.m, valFormat),
+				num(r.m, valAccuracy), num(r.m, valAccuracyStrict), num(r.m, "val/pass@1"))
+		}
+		w.Flush()
+	}
+	fmt.Fprintf(&b, "run: %s", runDir)
+	if exported {
+		fmt.Fprintf(&b, "  model: %s", filepath.Join(runDir, ModelDir))
+	}
+	if reported {
+		fmt.Fprintf(&b, "  report: %s", filepath.Join(runDir, report.PageFile))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func num(m rundir.Metrics, k string) string {
+	v, ok := m[k]
+	if !ok || math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", v)
+}

@@ -1,0 +1,310 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/setup"
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/external"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/model"
+)
+
+// Options say what to train and where to report.
+type Options struct {
+	Config *config.Config
+	// Checkpoint is the checkpoint directory to continue from ("" starts from the beginning).
+	Checkpoint string
+	// Resume reopens a run directory that already holds a run (metrics after the checkpoint's
+	// step are dropped: they are trained again).
+	Resume bool
+	// Console receives the log beside RUN/train.log (nil: the file only).
+	Console *os.File
+	// Bars draws progress bars (nil or off: none).
+	Bars *progress.Bars
+	// Out receives the resolved configuration at the start and the summary at the end.
+	Out io.Writer
+	// Stop, when it delivers a signal, ends training after the current step with a checkpoint.
+	Stop <-chan os.Signal
+}
+
+// Files and directories a run adds to the run directory (package run writes the others).
+const (
+	BaseModelDir = "base-model" // the random model of an init: section
+	ModelDir     = "model"      // the trained model, exported at the end
+)
+
+// job is one training run in progress.
+type job struct {
+	o    Options
+	cfg  *config.Config
+	run  *rundir.Run
+	log  zerolog.Logger
+	envs *env.Environment
+	ext  io.Closer
+	data *datasets
+	src  *taskSource
+
+	baseDir string // the model training started from
+	policy  *setup.Policy
+	gen     *progress.Phases
+	ref     *model.Model
+	critic  *grpo.Critic
+	cmodel  *model.Model
+
+	st state // the position: steps done, data position, trainer progress
+	// restorePhase is the phase whose trainer takes the checkpoint's State when it starts ("":
+	// none; cleared once restored, so a later phase starts fresh).
+	restorePhase      string
+	sftSteps, rlSteps int
+	bar               *progress.Bar
+	start             time.Time
+}
+
+// open prepares everything the loop needs; on an error, close releases what was opened.
+func (j *job) open(ctx context.Context) error {
+	j.start = time.Now()
+	resumeStep := -1 // resuming without a checkpoint starts over: nothing logged is kept
+	if j.o.Checkpoint != "" {
+		st, err := readState(j.o.Checkpoint)
+		if err != nil {
+			return err
+		}
+		j.st, resumeStep, j.restorePhase = st, st.Step, st.Phase
+	}
+	if err := checkInputs(j.cfg); err != nil {
+		return err
+	}
+	var err error
+	j.run, err = rundir.Open(rundir.Options{Dir: j.cfg.RunDir, Config: j.cfg, Console: j.o.Console,
+		Resume: j.o.Resume || j.o.Checkpoint != "", ResumeStep: resumeStep, KeepCheckpoints: j.cfg.Train.KeepCheckpoints})
+	if err != nil {
+		return err
+	}
+	j.log = j.run.Log
+	removeStale(j.cfg.RunDir)
+	fmt.Fprintf(j.out(), "mtgrpo train: run %s\n%s\n", j.cfg.RunDir, j.cfg.Compact())
+	j.log.Info().Str("file", filepath.Join(j.cfg.RunDir, rundir.ConfigFile)).Msg("configuration saved")
+	if j.o.Checkpoint != "" {
+		j.log.Info().Str("checkpoint", j.o.Checkpoint).Int("step", j.st.Step).Msg("resuming")
+		j.logChanges()
+	}
+	if err := j.openEnv(ctx); err != nil {
+		return err
+	}
+	if j.data, err = loadDatasets(j.cfg, j.envs); err != nil {
+		return err
+	}
+	for _, n := range j.data.notes {
+		j.log.Warn().Msg(n)
+	}
+	j.src = newTaskSource(j.data.train, j.cfg.Data.Shuffle, j.cfg.Seed, j.st.DataPos)
+	j.sftSteps, j.rlSteps = j.cfg.SFT.Steps, j.cfg.RLSteps(len(j.data.train))
+	j.log.Info().Int("train_tasks", len(j.data.train)).Int("val_tasks", len(j.data.val)).Int("sft_steps", j.sftSteps).
+		Int("rl_steps", j.rlSteps).Msg("data")
+	return j.openModels()
+}
+
+// removeStale deletes the temporary directories (.base-model.tmp-PID, .model.tmp-PID) that a
+// killed process left in the run directory.
+func removeStale(runDir string) {
+	for _, base := range []string{BaseModelDir, ModelDir} {
+		prefix := filepath.Join(runDir, "."+base+".tmp-")
+		matches, _ := filepath.Glob(prefix + "*")
+		for _, m := range matches {
+			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m, prefix), "-old"))
+			if err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
+				os.RemoveAll(m)
+			}
+		}
+	}
+}
+
+// checkInputs checks that the directories and files the configuration names exist, before the
+// run directory is touched: a mistyped path leaves nothing behind.
+func checkInputs(c *config.Config) error {
+	for _, f := range []struct{ key, path, must string }{
+		{"model", c.Model, "config.json"}, {"critic_model", c.CriticModel, "config.json"},
+		{"data.train", c.Data.Train, ""}, {"data.val", c.Data.Val, ""}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
+	} {
+		if f.path == "" {
+			continue
+		}
+		p := filepath.Join(f.path, f.must)
+		if _, err := os.Stat(p); err != nil {
+			if f.must != "" {
+				return fmt.Errorf("%s %s: not a model directory: %w", f.key, f.path, err)
+			}
+			return fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
+	return nil
+}
+
+// logChanges warns about settings that differ from the checkpoint's: the run continues with them.
+func (j *job) logChanges() {
+	saved, err := config.ReadSaved(filepath.Join(j.o.Checkpoint, rundir.ConfigFile))
+	if err != nil {
+		j.log.Warn().Err(err).Msg("the checkpoint's configuration cannot be read")
+		return
+	}
+	if d := config.Diff(saved, j.cfg); len(d) > 0 {
+		j.log.Warn().Strs("changed", d).Msg("resuming with settings that differ from the checkpoint's")
+	}
+}
+
+func (j *job) out() io.Writer {
+	if j.o.Out == nil {
+		return io.Discard
+	}
+	return j.o.Out
+}
+
+// openEnv opens the environment with its outside parts (MCP servers, OpenEnv, external reward).
+func (j *job) openEnv(ctx context.Context) error {
+	ec, err := j.cfg.EnvConfig(func(s string) { j.log.Info().Msg(s) })
+	if err != nil {
+		return err
+	}
+	if j.envs, j.ext, err = externalOpen(ctx, j.cfg, ec); err != nil {
+		return err
+	}
+	j.log.Info().Str("env", j.envs.Name).Bool("multi_turn", j.envs.MultiTurn).Int("max_concurrent", j.envs.MaxConcurrent).
+		Msg(j.envs.Description)
+	return nil
+}
+
+// externalOpen opens the configured environment; the closer is never nil.
+func externalOpen(ctx context.Context, c *config.Config, ec env.Config) (*env.Environment, io.Closer, error) {
+	envs, ext, err := external.Open(ctx, c.Env.Name, ec, c.External())
+	if err != nil {
+		return nil, ext, fmt.Errorf("environment %s: %w", c.Env.Name, err)
+	}
+	return envs, ext, nil
+}
+
+// openPolicy loads a model with its engine, as the configuration says. Run on the torch thread.
+func openPolicy(dir string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
+	p, err := setup.Open(setup.Options{Dir: dir, Device: c.Device, DType: c.DType, Slots: c.Slots(),
+		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}})
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
+	return p, nil
+}
+
+// openModels loads the policy (from the checkpoint when resuming), the reference model when a
+// KL term needs one, and the critic for gae. Run on the torch thread.
+func (j *job) openModels() error {
+	var err error
+	if j.baseDir, err = j.baseModel(); err != nil {
+		return err
+	}
+	dir := j.baseDir
+	if j.o.Checkpoint != "" {
+		dir = filepath.Join(j.o.Checkpoint, checkpointModel)
+	}
+	if j.policy, err = openPolicy(dir, j.cfg, true, j.o.Bars); err != nil {
+		return err
+	}
+	// Exports (checkpoints, the final model) copy the tokenizer files from the base model, which
+	// outlives any checkpoint (the oldest are removed as training goes on).
+	j.policy.Model.TokenizerDir = j.baseDir
+	j.gen = progress.NewPhases(j.policy.Engine, j.o.Bars)
+	j.log.Info().Str("model", dir).Int64("parameters", j.policy.Model.NumParameters()).Str("dtype", j.policy.Model.DType.String()).
+		Str("device", j.cfg.Device).Msg("policy loaded")
+	g, err := j.cfg.Trainer()
+	if err != nil {
+		return err
+	}
+	if g.Loss.KLCoef > 0 || g.Reward.KLCoef > 0 {
+		if j.ref, err = model.Load(j.baseDir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
+			return fmt.Errorf("reference model: %w", err)
+		}
+	}
+	if g.Advantage.Estimator == grpo.EstGAE {
+		cdir := j.cfg.CriticModel
+		if cdir == "" {
+			cdir = j.baseDir
+		}
+		if j.cmodel, err = model.Load(cdir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
+			return fmt.Errorf("critic model: %w", err)
+		}
+		if j.critic, err = grpo.NewCritic(j.cmodel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseModel is the model training starts from: the configured directory, or the random model of
+// the init: section, written into RUN/base-model the first time.
+func (j *job) baseModel() (string, error) {
+	if j.cfg.Model != "" {
+		return j.cfg.Model, nil
+	}
+	dir := filepath.Join(j.cfg.RunDir, BaseModelDir)
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		return dir, nil
+	}
+	tmp := filepath.Join(j.cfg.RunDir, fmt.Sprintf(".%s.tmp-%d", BaseModelDir, os.Getpid()))
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("init: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	params, err := modelinit.Write(tmp, j.cfg.Init.Spec())
+	if err != nil {
+		return "", fmt.Errorf("init: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", fmt.Errorf("init: %w", err)
+	}
+	j.log.Info().Str("dir", dir).Int64("parameters", params).Str("arch", j.cfg.Init.Arch).Str("preset", j.cfg.Init.Preset).
+		Msg("random model written")
+	return dir, nil
+}
+
+// close releases everything open; safe after a partial open.
+func (j *job) close() error {
+	var errs []error
+	if j.critic != nil {
+		j.critic.Close()
+	}
+	for _, m := range []*model.Model{j.cmodel, j.ref} {
+		if m != nil {
+			m.Close()
+		}
+	}
+	if j.policy != nil {
+		j.policy.Close()
+	}
+	if j.ext != nil {
+		errs = append(errs, j.ext.Close())
+	}
+	if j.run != nil {
+		errs = append(errs, j.run.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,238 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/rollout"
+)
+
+// StoppedError reports a run stopped by a signal after a step, with a checkpoint to resume from.
+type StoppedError struct {
+	Signal os.Signal
+	Step   int
+	RunDir string
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("stopped by %v after step %d (checkpoint saved); continue with: mtgrpo train --resume --run-dir %s",
+		e.Signal, e.Step, e.RunDir)
+}
+
+// ExitCode is the conventional status of a process ended by the signal: 128 + its number.
+func (e *StoppedError) ExitCode() int {
+	if s, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
+// Train runs a training job: the optional SFT warm-up, the RL steps, evaluation, checkpoints,
+// the exported model, the report and the summary. Run it on the torch thread.
+func Train(ctx context.Context, o Options) (err error) {
+	j := &job{o: o, cfg: o.Config}
+	defer func() {
+		if cerr := j.close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err := j.open(ctx); err != nil {
+		return err
+	}
+	total := j.sftSteps + j.rlSteps
+	j.bar = o.Bars.Bar("train", int64(total), progress.Count)
+	j.bar.Add(int64(min(j.st.Step, total)))
+	defer j.bar.Done()
+	if j.st.Step == 0 && j.cfg.Eval.Before {
+		if err := j.evalOnly(ctx, 0, "before training"); err != nil {
+			return err
+		}
+	}
+	if err := j.sft(ctx); err != nil {
+		return err
+	}
+	if err := j.rl(ctx); err != nil {
+		return err
+	}
+	return j.finish()
+}
+
+// sft runs the supervised warm-up steps on the environment's demonstrations, then saves the
+// boundary checkpoint from which RL starts.
+func (j *job) sft(ctx context.Context) error {
+	if j.st.Step >= j.sftSteps {
+		return nil
+	}
+	g, err := j.cfg.SFTTrainer()
+	if err != nil {
+		return err
+	}
+	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model}, j.gen, j.policy.Tok, j.envs, g)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	if err := j.restoreInto(tr, phaseSFT); err != nil {
+		return err
+	}
+	n := min(j.cfg.SFT.Tasks, len(j.data.train))
+	demos, err := grpo.Demonstrations(ctx, j.policy.Tok, j.envs, j.data.train[:n], g.Rollout)
+	if err != nil {
+		return fmt.Errorf("sft (sft.steps %d): %w", j.sftSteps, err)
+	}
+	j.log.Info().Int("demonstrations", len(demos)).Int("of_tasks", n).Msg("sft: demonstrations played")
+	for j.st.Step < j.sftSteps {
+		k := j.st.Step // the k-th SFT step takes the next Batch demonstrations, cycling
+		batch := make([]*rollout.Trajectory, j.cfg.SFT.Batch)
+		for i := range batch {
+			batch[i] = demos[(k*len(batch)+i)%len(demos)]
+		}
+		m, err := tr.SFT(batch)
+		if err != nil {
+			return fmt.Errorf("sft step %d: %w", k+1, err)
+		}
+		j.st.Step++
+		j.st.Phase, j.st.Trainer = phaseSFT, tr.Progress()
+		last := j.st.Step == j.sftSteps
+		if last && j.cfg.Eval.Before {
+			if err := j.evaluate(ctx, m, "after SFT"); err != nil {
+				return err
+			}
+		}
+		if err := j.record(m, nil); err != nil {
+			return err
+		}
+		if last {
+			// The boundary: RL starts with a fresh trainer from these weights.
+			j.st.Phase, j.st.Trainer = phaseRL, grpo.Progress{}
+			if err := j.save(nil); err != nil {
+				return err
+			}
+		} else if err := j.afterStep(tr, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rl runs the RL steps.
+func (j *job) rl(ctx context.Context) error {
+	total := j.sftSteps + j.rlSteps
+	if j.st.Step >= total {
+		return nil
+	}
+	g, err := j.cfg.Trainer()
+	if err != nil {
+		return err
+	}
+	g.Rollout.MaxOpenEpisodes = j.envs.MaxConcurrent
+	if g.Optim.TotalSteps == 0 {
+		g.Optim.TotalSteps = j.rlSteps * g.Update.Epochs * g.Update.MiniBatches
+	}
+	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	if err := j.restoreInto(tr, phaseRL); err != nil {
+		return err
+	}
+	for j.st.Step < total {
+		step := j.st.Step + 1
+		j.gen.Begin(fmt.Sprintf("step %d rollout", step))
+		m, trajs, err := tr.Step(ctx, j.src)
+		j.gen.End()
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		j.st = state{Step: step, Phase: phaseRL, Trainer: tr.Progress(), DataPos: j.src.Pos}
+		j.profile(m, trajs)
+		rlStep := step - j.sftSteps
+		if every := j.cfg.Train.EvalEvery; step == total || (every > 0 && rlStep%every == 0) {
+			if err := j.evaluate(ctx, m, ""); err != nil {
+				return err
+			}
+		}
+		if err := j.record(m, trajs); err != nil {
+			return err
+		}
+		if err := j.afterStep(tr, step == total); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record logs a step's metrics (metrics.jsonl, TensorBoard, the log's step: line) and a few of its
+// trajectories.
+func (j *job) record(m grpo.Metrics, trajs []*rollout.Trajectory) error {
+	step := j.st.Step
+	if err := j.run.Step(step, rundir.Metrics(m)); err != nil {
+		return err
+	}
+	j.bar.Add(1)
+	if len(trajs) == 0 || j.cfg.Train.Samples == 0 {
+		return nil
+	}
+	return j.run.Samples(step, samplesOf(step, pick(trajs, j.cfg.Train.Samples)))
+}
+
+// afterStep saves a checkpoint when one is due (every checkpoint_every steps, and the last) and
+// stops when a signal asked to, after saving one.
+func (j *job) afterStep(tr *grpo.Trainer, last bool) error {
+	every := j.cfg.Train.CheckpointEvery
+	due := last || (every > 0 && j.st.Step%every == 0)
+	stop := j.stopRequested()
+	if due || stop != nil {
+		if err := j.save(tr); err != nil {
+			return err
+		}
+	}
+	if stop != nil {
+		j.log.Warn().Str("signal", stop.String()).Int("step", j.st.Step).Msg("stopped")
+		return &StoppedError{Signal: stop, Step: j.st.Step, RunDir: j.cfg.RunDir}
+	}
+	return nil
+}
+
+func (j *job) stopRequested() os.Signal {
+	select {
+	case s := <-j.o.Stop:
+		return s
+	default:
+		return nil
+	}
+}
+
+// profile adds the rollout's time split summed over the episodes (trajectory_profiling).
+func (j *job) profile(m grpo.Metrics, trajs []*rollout.Trajectory) {
+	p := j.cfg.Profiling
+	if !p.Enable && !p.Rewards && !p.Condensation {
+		return
+	}
+	var sum rollout.EpisodeProfile
+	for _, tr := range trajs {
+		q := tr.Profile
+		sum.Generate += q.Generate
+		sum.Queue += q.Queue
+		sum.Env += q.Env
+		sum.Condense += q.Condense
+		sum.Reward += q.Reward
+		sum.Reset += q.Reset
+	}
+	if p.Enable {
+		m["profile/generate_s"], m["profile/queue_s"] = sum.Generate.Seconds(), sum.Queue.Seconds()
+		m["profile/env_s"], m["profile/reset_s"] = sum.Env.Seconds(), sum.Reset.Seconds()
+	}
+	if p.Enable || p.Rewards {
+		m["profile/reward_s"] = sum.Reward.Seconds()
+	}
+	if p.Enable || p.Condensation {
+		m["profile/condense_s"] = sum.Condense.Seconds()
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+)
+
+// runFlags are the configuration flags train, eval and demo share. Each flag that is given sets
+// its configuration key after the YAML files and the environment variables; --set and
+// positional key=value arguments set any key, in the order given.
+type runFlags struct {
+	fs      *pflag.FlagSet
+	files   []string
+	preset  string
+	sets    []string
+	aliases []flagKey
+}
+
+// flagKey is a flag that sets one configuration key.
+type flagKey struct {
+	flag, key, usage string
+}
+
+// commonKeys are the flags for the keys people change most; every other key takes --set.
+var commonKeys = []flagKey{
+	{"model", "model", "model directory (Hugging Face layout; $MODEL)"},
+	{"run-dir", "run_dir", "run directory ($RUN_DIR)"},
+	{"env", "env.name", "environment ($ENV_NAME)"},
+	{"data", "data.train", "training tasks: parquet or JSONL in verl's layout ($DATA; default: generated)"},
+	{"val-data", "data.val", "validation tasks: parquet or JSONL ($VAL_DATA; default: generated)"},
+	{"steps", "train.steps", "RL steps ($STEPS; 0: --epochs passes over the training tasks)"},
+	{"epochs", "train.epochs", "passes over the training tasks when --steps is 0 ($EPOCHS)"},
+	{"batch-size", "rollout.tasks", "tasks per step ($BATCH_SIZE)"},
+	{"group", "rollout.group", "trajectories per task (the GRPO group)"},
+	{"lr", "optim.lr", "peak learning rate ($LR)"},
+	{"seed", "seed", "seed of everything random ($SEED)"},
+	{"device", "device", "cpu, cuda or cuda:N ($GPUS=N picks cuda:N)"},
+	{"dtype", "dtype", "compute dtype: float32, bfloat16 (default: float32 on cpu, the checkpoint's elsewhere)"},
+}
+
+func newRunFlags(fs *pflag.FlagSet, keys []flagKey) *runFlags {
+	r := &runFlags{fs: fs, aliases: keys}
+	fs.StringArrayVar(&r.files, "config", nil, "YAML configuration file (repeatable: later files override earlier ones; default: $CONFIG)")
+	fs.StringVar(&r.preset, "preset", "", "preset: "+strings.Join(config.PresetNames(), ", ")+" (default: $PRESET, a file's preset key, or general)")
+	for _, k := range keys {
+		fs.String(k.flag, "", k.usage)
+	}
+	fs.StringArrayVar(&r.sets, "set", nil, "KEY=VALUE for any configuration key, native or seed layout (repeatable), e.g. --set rollout.temperature=0.7")
+	return r
+}
+
+// sources are the configuration layers the command line gives: the flags that were set, then
+// --set and positional key=value arguments.
+func (r *runFlags) sources(cmd string) (config.Sources, error) {
+	s := config.Sources{Preset: r.preset}
+	if r.files != nil {
+		s.Files = r.files
+	}
+	for _, k := range r.aliases {
+		if f := r.fs.Lookup(k.flag); f.Changed {
+			s.Overrides = append(s.Overrides, config.Override{Key: k.key, Value: f.Value.String(), Where: "--" + k.flag})
+		}
+	}
+	for _, a := range r.sets {
+		o, err := config.ParseSet(a, "--set")
+		if err != nil {
+			return s, usageError{fmt.Errorf("%s: %w", cmd, err)}
+		}
+		s.Overrides = append(s.Overrides, o)
+	}
+	for _, a := range r.fs.Args() {
+		o, err := config.ParseSet(a, "argument")
+		if err != nil {
+			return s, usagef("%s: unexpected argument %q: want KEY=VALUE (a checkpoint to resume from is given as --resume=PATH)", cmd, a)
+		}
+		s.Overrides = append(s.Overrides, o)
+	}
+	return s, nil
+}
+
+// configError makes a configuration error a usage error: what was asked is wrong.
+func configError(cmd string, err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return usageError{fmt.Errorf("%s: %w", cmd, err)}
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
+
+// printConfig writes the resolved configuration as YAML.
+func printConfig(c *config.Config) error {
+	_, err := os.Stdout.Write(c.YAML())
+	return err
+}
