@@ -90,3 +90,6 @@ func (pg *ProcessGroup) AllGatherBytes(b []byte) [][]byte {
 	}
 	return out
 }
+
+// Timeout is the bound on each of the group's collectives.
+func (pg *ProcessGroup) Timeout() time.Duration { return pg.cfg.Timeout }
