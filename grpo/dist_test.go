@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -216,7 +217,7 @@ func TestDistWorker(t *testing.T) {
 // with small buckets so that several buckets and gather rounds are used; rank 0 saves the
 // checkpoint (weights, state, progress) and every rank its record.
 func distTrainWorker(t *testing.T, pg *torch.ProcessGroup, mode, dir, out string) {
-	d, err := NewDist(pg, DistConfig{ZeRO1: mode == "zero", BucketBytes: 64 << 10})
+	d, err := NewDist(pg, DistConfig{ZeRO1: mode == "zero", Overlap: mode == "dp", BucketBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,14 +278,20 @@ func TestDistributedTraining(t *testing.T) {
 		recs[mode] = pair
 		checkDistRun(t, mode, ref, pair)
 	}
-	for k := range distSteps {
-		d, where := maxDiff(recs["dp"][0].Weights[k], recs["zero"][0].Weights[k])
-		t.Logf("step %d: ZeRO-1 vs plain data parallel: largest difference %.3g at %s", k, d, where)
-		if d > distTol {
-			t.Errorf("step %d: ZeRO-1 and plain data parallel differ by %g at %s", k, d, where)
+	if testDType == "bfloat16" {
+		if u, where := bf16ULPs(recs["dp"][0].Weights[0], recs["zero"][0].Weights[0], bf16Slack); u > 1 {
+			t.Errorf("step 0: ZeRO-1 and plain data parallel differ by %.3g bf16 rounding steps at %s", u, where)
+		}
+	} else {
+		for k := range distSteps {
+			d, where := maxDiff(recs["dp"][0].Weights[k], recs["zero"][0].Weights[k])
+			t.Logf("step %d: ZeRO-1 vs plain data parallel: largest difference %.3g at %s", k, d, where)
+			if d > distTol {
+				t.Errorf("step %d: ZeRO-1 and plain data parallel differ by %g at %s", k, d, where)
+			}
 		}
 	}
-	checkResume(t, dir, out, ref)
+	checkResume(t, dir, out, ref, recs["zero"][0])
 }
 
 // distTol bounds |single process − data parallel| on any weight during the script. A gradient
@@ -295,11 +302,33 @@ func TestDistributedTraining(t *testing.T) {
 // mini-batches + SFT): 1e-4. Observed: 3.3e-5, on one element, from the first step on.
 const distTol = 1e-4
 
+// checkDistRun compares a two-rank run with the single-process one. In bfloat16 the gradients
+// are bf16 and summed in another order, so a near-cancelling sum may round to the other sign, and
+// AdamW's first steps move an element by about lr whatever the size of its gradient: an element
+// may move the other way (bf16Slack), then round to a neighbouring bf16 value. The next rollout
+// then samples from slightly different weights and later steps follow other trajectories, so in
+// bfloat16 only the first step is compared.
 func checkDistRun(t *testing.T, mode string, ref distRecord, pair [2]distRecord) {
 	for k := range distSteps {
 		if d, where := maxDiff(pair[0].Weights[k], pair[1].Weights[k]); d != 0 {
 			t.Errorf("%s step %d: ranks differ by %g at %s", mode, k, d, where)
 		}
+	}
+	for k, v := range ref.Eval {
+		if k != "val/timing_s" && pair[0].Eval[k] != v {
+			t.Errorf("%s: eval %s = %v, one process %v", mode, k, pair[0].Eval[k], v)
+		}
+	}
+	if testDType == "bfloat16" {
+		u, where := bf16ULPs(ref.Weights[0], pair[0].Weights[0], bf16Slack)
+		d, at := maxDiff(ref.Weights[0], pair[0].Weights[0])
+		t.Logf("%s step 0: largest difference to one process %.3g at %s", mode, d, at)
+		if u > 1 {
+			t.Errorf("%s step 0: weights differ from one process by %.3g bf16 rounding steps at %s", mode, u, where)
+		}
+		return
+	}
+	for k := range distSteps {
 		d, where := maxDiff(ref.Weights[k], pair[0].Weights[k])
 		t.Logf("%s step %d: largest difference to one process %.3g at %s", mode, k, d, where)
 		if d > distTol {
@@ -317,16 +346,34 @@ func checkDistRun(t *testing.T, mode string, ref distRecord, pair [2]distRecord)
 	if d, where := maxDiff(ref.SFT, pair[0].SFT); d > distTol {
 		t.Errorf("%s: after SFT, weights differ from one process by %g at %s", mode, d, where)
 	}
-	for k, v := range ref.Eval {
-		if k != "val/timing_s" && pair[0].Eval[k] != v {
-			t.Errorf("%s: eval %s = %v, one process %v", mode, k, pair[0].Eval[k], v)
+}
+
+// bf16Slack is the most an element may move differently in one step of the bfloat16 runs: two
+// optimizer steps (the two mini-batches) of lr (1e-3) each, either way.
+const bf16Slack = 2 * 2 * 1e-3
+
+// bf16ULPs is the largest |a−b| − slack over two weight maps, in units of the bf16 rounding step
+// at the larger of the two values (2^(e−7) for a value in [2^e, 2^(e+1))).
+func bf16ULPs(a, b map[string][]float32, slack float64) (float64, string) {
+	worst, where := 0.0, ""
+	for k, x := range a {
+		for i := range x {
+			v := math.Max(math.Abs(float64(x[i])), math.Abs(float64(b[k][i])))
+			_, e := math.Frexp(v) // v = f·2^e, f in [0.5, 1): the step is 2^(e−1−7)
+			u := (math.Abs(float64(x[i]-b[k][i])) - slack) / math.Ldexp(1, e-8)
+			if u > worst || math.IsNaN(u) {
+				worst, where = u, fmt.Sprintf("%s[%d]", k, i)
+			}
 		}
 	}
+	return worst, where
 }
 
 // checkResume loads the ZeRO-1 run's checkpoint (taken after distCheckpoint steps on two ranks)
-// into one unsharded process and runs the remaining steps: the result is the single-process run's.
-func checkResume(t *testing.T, dir, out string, ref distRecord) {
+// into one unsharded process and runs the remaining steps: the result is the sharded run's (it
+// plays the same trajectories from the same weights; in bfloat16 to within a rounding step), and
+// in float32 also the single-process run's.
+func checkResume(t *testing.T, dir, out string, ref, zero distRecord) {
 	var ck distCkpt
 	readGob(t, filepath.Join(out, "zero-ckpt.gob"), &ck)
 	onTorch(t, func() {
@@ -352,10 +399,24 @@ func checkResume(t *testing.T, dir, out string, ref distRecord) {
 				t.Error(err)
 				return
 			}
-			d, where := maxDiff(ref.Weights[k], weights(r.m))
-			t.Logf("resumed at world size 1, step %d: largest difference %.3g at %s", k, d, where)
-			if d > distTol {
-				t.Errorf("resumed step %d: weights differ from the uninterrupted run by %g at %s", k, d, where)
+			w := weights(r.m)
+			if testDType == "bfloat16" {
+				u, where := bf16ULPs(zero.Weights[k], w, bf16Slack)
+				t.Logf("resumed at world size 1, step %d: %.3g bf16 rounding steps from the sharded run at %s", k, u, where)
+				if u > 1 {
+					t.Errorf("resumed step %d: weights differ from the sharded run by %.3g bf16 rounding steps at %s", k, u, where)
+				}
+				continue
+			}
+			for _, c := range []struct {
+				name string
+				w    map[string][]float32
+			}{{"sharded run", zero.Weights[k]}, {"single-process run", ref.Weights[k]}} {
+				d, where := maxDiff(c.w, w)
+				t.Logf("resumed at world size 1, step %d: largest difference to the %s %.3g at %s", k, c.name, d, where)
+				if d > distTol {
+					t.Errorf("resumed step %d: weights differ from the %s by %g at %s", k, c.name, d, where)
+				}
 			}
 		}
 	})

@@ -54,6 +54,18 @@ func shardWorker(t *testing.T, pg *ProcessGroup) {
 	if got := pg.AllGatherBytes(mine); len(got) != 2 || string(got[0]) != "" || string(got[1]) != "bcd" {
 		t.Errorf("AllGatherBytes: %q", got)
 	}
+	// bfloat16 over Gloo, which has no such type: broadcasts and gathers move the bits, sums go
+	// through float32. All values are exact in bf16.
+	h := FromSlice([]float32{float32(1.5 + r), -2}).ToDType(BFloat16)
+	expectFloats(t, "bf16 broadcast", pg.Broadcast(h, 1).Float32s(), []float64{2.5, -2}, 0)
+	hs := FromSlice([]float32{float32(0.5 * (r + 1))}).ToDType(BFloat16)
+	expectFloats(t, "bf16 sum", pg.AllReduce(hs, Sum).Float32s(), []float64{1.5}, 0)
+	if g := pg.AllGather(FromSlice([]float32{float32(r + 0.25)}).ToDType(BFloat16)); len(g) == 2 {
+		expectFloats(t, "bf16 gather", Cat(g, 0).Float32s(), []float64{0.25, 1.25}, 0)
+	}
+	all16 := Zeros([]int64{2}, BFloat16, CPU)
+	pg.AllGatherInto(FromSlice([]float32{float32(r + 0.5)}).ToDType(BFloat16), all16)
+	expectFloats(t, "bf16 gather into", all16.Float32s(), []float64{0.5, 1.5}, 0)
 	shardGroups(t, pg)
 	shardBuckets(t, pg)
 	pg.Barrier()

@@ -139,7 +139,20 @@ void check_device(const mt_pg_s& p, const at::Tensor& t, const char* op) {
   }
 }
 
+// Gloo has no bfloat16 (1.13 and 2.x): data movement sends the bits as float16 (two bytes it only
+// copies), reductions go through float32 (exact for the inputs; the sum is rounded once, back to
+// bfloat16).
+bool gloo_bf16(const std::string& backend, const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 && backend == "gloo";
+}
+
 void allreduce(mt_pg_s& p, at::Tensor& t, c10d::ReduceOp::RedOpType op) {
+  if (gloo_bf16(p.pg->getBackendName(), t)) {
+    at::Tensor f = t.to(at::kFloat);
+    allreduce(p, f, op);
+    t.copy_(f);
+    return;
+  }
   std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions o;
   o.reduceOp = op;
@@ -275,7 +288,7 @@ mt_err mt_dist_broadcast(mt_pg h, mt_tensor* ths, int n, int root) {
     at::Tensor& t = mt::T(ths[i]);
     check_device(p, t, "broadcast");
     in_place(t, [&](at::Tensor& c) {
-      std::vector<at::Tensor> ts{c};
+      std::vector<at::Tensor> ts{gloo_bf16(p.pg->getBackendName(), c) ? c.view(at::kHalf) : c};
       c10d::BroadcastOptions o;
       o.rootRank = root;
       p.pg->broadcast(ts, o)->wait();
@@ -289,11 +302,13 @@ mt_err mt_dist_allgather(mt_pg h, mt_tensor th, mt_tensor* outs) {
   auto& p = P(h);
   at::Tensor t = mt::T(th).detach().contiguous();
   check_device(p, t, "all_gather");
+  bool bits = gloo_bf16(p.pg->getBackendName(), t);
+  if (bits) t = t.view(at::kHalf);
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < p.size; r++) output[0].push_back(at::empty_like(t));
   std::vector<at::Tensor> input{t};
   p.pg->allgather(output, input)->wait();
-  for (int r = 0; r < p.size; r++) outs[r] = mt::wrap(output[0][r]);
+  for (int r = 0; r < p.size; r++) outs[r] = mt::wrap(bits ? output[0][r].view(at::kBFloat16) : output[0][r]);
   MT_END
 }
 
@@ -366,7 +381,7 @@ mt_err mt_dist_reduce_scatter(mt_pg h, mt_tensor inh, mt_tensor outh, int op) {
   } else {
     // Gloo (1.13 and 2.x) has no reduce-scatter: all-reduce a copy and keep this rank's chunk. The
     // sums are the same; only the traffic is larger (CPU runs are for tests).
-    at::Tensor full = in.clone();
+    at::Tensor full = in.to(in.scalar_type() == at::kBFloat16 ? at::kFloat : in.scalar_type(), false, true);
     std::vector<at::Tensor> ts{full};
     c10d::AllreduceOptions ao;
     ao.reduceOp = o.reduceOp;
@@ -396,9 +411,13 @@ mt_err mt_dist_allgather_into(mt_pg h, mt_tensor inh, mt_tensor outh) {
     p.pg->_allgather_base(out, in, c10d::AllgatherOptions())->wait();
   } else {
     // Gloo's all-gather into views of the output buffer (its _allgather_base is not implemented).
+    bool bits = in.scalar_type() == at::kBFloat16;
     std::vector<std::vector<at::Tensor>> outs(1);
-    for (int r = 0; r < p.size; r++) outs[0].push_back(out.narrow(0, in.numel() * r, in.numel()));
-    std::vector<at::Tensor> ins{in};
+    for (int r = 0; r < p.size; r++) {
+      at::Tensor o = out.narrow(0, in.numel() * r, in.numel());
+      outs[0].push_back(bits ? o.view(at::kHalf) : o);
+    }
+    std::vector<at::Tensor> ins{bits ? in.view(at::kHalf) : in};
     p.pg->allgather(outs, ins)->wait();
   }
   MT_END
