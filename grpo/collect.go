@@ -61,13 +61,29 @@ func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*ro
 }
 
 // play runs Group episodes of each task. Groups are numbered from first so that they stay distinct
-// across dynamic-sampling rounds; each round has its own sampling seed.
+// across dynamic-sampling rounds; each round has its own sampling seed. Data parallel, each rank
+// plays its contiguous share of the tasks, numbered as in the whole batch, and the ranks exchange
+// their trajectories: every rank returns the whole round (dist.go).
 func (t *Trainer) play(ctx context.Context, tasks []env.Task, round, first int) ([]*rollout.Trajectory, error) {
+	lo, hi := t.dist.playShare(len(tasks))
+	trajs, err := t.playPart(ctx, tasks[lo:hi], lo, t.iter, round, first)
+	if err != nil {
+		return nil, err
+	}
+	if trajs, err = gatherTrajectories(t.dist.all(), trajs, tasks, first); err != nil {
+		return nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)
+	}
+	return trajs, nil
+}
+
+// playPart runs the episodes of tasks, which start at position lo of their round's tasks, for
+// iteration iter.
+func (t *Trainer) playPart(ctx context.Context, tasks []env.Task, lo, iter, round, first int) ([]*rollout.Trajectory, error) {
 	r := t.cfg.Rollout
 	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
 		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes,
-		Seed: t.cfg.Seed ^ uint64(t.iter)<<20 ^ uint64(round)<<12,
+		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.Group,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
@@ -75,12 +91,12 @@ func (t *Trainer) play(ctx context.Context, tasks []env.Task, round, first int) 
 	var eps []rollout.Episode
 	for i, task := range tasks {
 		for range r.Group {
-			eps = append(eps, rollout.Episode{Env: t.envs.New(), Task: task, Group: first + i})
+			eps = append(eps, rollout.Episode{Env: t.envs.New(), Task: task, Group: first + lo + i})
 		}
 	}
 	trajs, _, err := d.Run(ctx, eps)
 	if err != nil {
-		return nil, fmt.Errorf("grpo: step %d: rollout: %w", t.iter, err)
+		return nil, fmt.Errorf("grpo: step %d: rollout: %w", iter, err)
 	}
 	for _, tr := range trajs {
 		containBadReward(tr)

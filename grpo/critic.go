@@ -18,7 +18,7 @@ type Critic struct {
 	// (every value starts at 0, so the first advantages are the rewards themselves).
 	Head, Bias *torch.Tensor
 
-	opt   *torch.AdamW
+	opt   *wholeAdamW
 	scope *torch.Scope
 }
 
@@ -57,14 +57,15 @@ func (c *Critic) Close() {
 	c.scope.Close()
 }
 
-// start makes the critic's optimizer (once).
-func (c *Critic) start(cfg CriticConfig, o OptimConfig) error {
+// start makes the critic's optimizer (once); with d, its gradients are summed across the training
+// ranks.
+func (c *Critic) start(cfg CriticConfig, o OptimConfig, d *Dist) error {
 	if c.opt != nil {
 		return nil
 	}
 	c.Model.SetTrainable(true)
 	var err error
-	if c.opt, err = newAdamW(c.Parameters(), cfg.LR, o); err != nil {
+	if c.opt, err = newWholeAdamW(c.Parameters(), cfg.LR, o, d); err != nil {
 		return fmt.Errorf("grpo: critic optimizer: %w", err)
 	}
 	return nil
@@ -120,22 +121,24 @@ func (c *Critic) values(samples []*sample, budget int) error {
 // loss, one optimizer step per mini-batch and epoch (a non-finite gradient norm skips it).
 func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
 	c := t.ms.Critic
-	return t.passes(samples, rngCritic, m, func(micro []*sample, _ int, acc *statAcc) error {
+	return t.passes(samples, rngCritic, m, c.opt, valueLayout, func(micro []*sample, _ int, acc *statAcc) error {
 		return t.criticMicro(micro, acc)
-	}, func() {
-		maxNorm := t.cfg.Critic.MaxGradNorm
-		if maxNorm == 0 {
-			maxNorm = math.Inf(1)
+	}, func() error {
+		var norm float64
+		if err := inCollective(t.dist.trainGroup(), "summing the critic's gradients", func() {
+			norm = c.opt.ClipGradNorm(clipNorm(t.cfg.Critic.MaxGradNorm))
+			if !math.IsNaN(norm) && !math.IsInf(norm, 0) {
+				c.opt.Step(t.cfg.Critic.LR)
+			}
+		}); err != nil {
+			return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 		}
-		norm := torch.ClipGradNorm(c.tensors(), maxNorm)
 		m["critic/grad_norm"] = norm
 		if math.IsNaN(norm) || math.IsInf(norm, 0) {
 			c.opt.Skip()
 			m["critic/skipped_steps"]++
-			return
 		}
-		c.opt.Step()
-		c.opt.ZeroGrad()
+		return nil
 	})
 }
 

@@ -24,6 +24,17 @@
 // non-finite reward is left out of training with its Err set; everything else that goes wrong is
 // an error naming the step.
 //
+// # Data parallel
+//
+// One process per device, each a rank of a torch.ProcessGroup, each running the same Trainer made
+// with WithDist(NewDist(pg, DistConfig{...})): every rank draws the same tasks, plays its share,
+// and the ranks exchange trajectories, so credit and metrics are the single-process ones; each
+// trains its share of every mini-batch and the gradients are summed in persistent buckets. The
+// weights stay identical across ranks and equal a single-process run's up to float rounding
+// (TestDistributedTraining). DistConfig.ZeRO1 shards the optimizer state; DistConfig.RolloutRanks
+// gives some ranks the rollout, one batch ahead of the others. dist.go has the details;
+// docs/distributed.md the launch side.
+//
 // Randomness comes from Config.Seed and the iteration number only (sampling seeds, mini-batch
 // shuffles), so a run restored at iteration k (weights, optimizer state, Progress) continues as if
 // it had never stopped.
@@ -59,6 +70,13 @@
 //	eval.go            validation: accuracy, pass@k
 //	schedule.go        learning-rate warmup and schedules
 //	metrics.go         Metrics and the rollout statistics
+//	optim.go           the optimizer a trainer steps: AdamW whole (gradients summed across ranks)
+//
+//	dist.go            data-parallel training: Dist, DistConfig, who plays and trains what
+//	dist_exchange.go   trajectories and scores exchanged between ranks
+//	dist_zero.go       ZeRO-1: the optimizer state sharded across ranks (dist_zero_state.go:
+//	                   its checkpoint, in the unsharded format)
+//	dist_ahead.go      rollout ahead of training: rollout ranks one batch ahead of the trainers
 //
 //	advantage.go       outcome advantages from trajectory scores: GRPO, Dr.GRPO, RLOO,
 //	                   REINFORCE++-baseline; group statistics (frac_reward_zero_std)

@@ -23,6 +23,9 @@ type EvalConfig struct {
 	Seed uint64
 	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig.
 	MaxOpenEpisodes int
+	// Dist shards the tasks across the training ranks, which exchange their trajectories: every
+	// rank returns the metrics of the whole set (nil: a single process plays them all).
+	Dist *Dist
 }
 
 // Evaluate plays every task Samples times on the generator's model and reports val/ metrics: the
@@ -36,20 +39,24 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 	if len(tasks) == 0 {
 		return nil, nil, fmt.Errorf("grpo: eval: no tasks")
 	}
+	lo, hi := c.Dist.evalShare(len(tasks))
 	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
 		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed,
-		MaxOpenEpisodes: c.MaxOpenEpisodes})
+		MaxOpenEpisodes: c.MaxOpenEpisodes, FirstIndex: lo * n})
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
 	var eps []rollout.Episode
-	for i, task := range tasks {
+	for i, task := range tasks[lo:hi] {
 		for range n {
-			eps = append(eps, rollout.Episode{Env: envs.New(), Task: task, Group: i})
+			eps = append(eps, rollout.Episode{Env: envs.New(), Task: task, Group: lo + i})
 		}
 	}
 	trajs, prof, err := d.Run(ctx, eps)
 	if err != nil {
+		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
+	}
+	if trajs, err = gatherTrajectories(c.Dist.trainGroup(), trajs, tasks, 0); err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
 	m := Metrics{}
@@ -101,8 +108,12 @@ func passAtK(n, c, k int) float64 {
 }
 
 // Eval plays tasks on the trainer's policy with its rollout settings (condenser, turn and context
-// limits) and c's sampling.
+// limits) and c's sampling. Data parallel, the training ranks share the tasks and all return the
+// whole set's metrics; a rank that only generates (rollout ahead) returns no metrics.
 func (t *Trainer) Eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
+	if t.dist.generates() {
+		return Metrics{}, nil, nil
+	}
 	r := t.cfg.Rollout
 	if c.Condenser == nil {
 		c.Condenser = r.Condenser
@@ -118,6 +129,9 @@ func (t *Trainer) Eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Met
 	}
 	if c.MaxOpenEpisodes == 0 {
 		c.MaxOpenEpisodes = r.MaxOpenEpisodes
+	}
+	if c.Dist == nil {
+		c.Dist = t.dist
 	}
 	return Evaluate(ctx, t.gen, t.tok, t.envs, tasks, c)
 }

@@ -12,23 +12,32 @@ import (
 // changes between optimizer steps on this batch (several epochs or mini-batches; otherwise ℓ_old is
 // ℓ detached and costs nothing), ℓ_ref when the loss has a KL term, and the critic's values for GAE.
 func (t *Trainer) score(samples []*sample, m Metrics) error {
+	// Data parallel, each pass runs on this rank's share and every rank receives all the values.
 	if t.cfg.needsOld() {
 		if _, err := timed(m, "old_log_prob", func() (struct{}, error) {
-			return struct{}{}, t.logProbs(t.ms.Policy, samples, func(s *sample, v []float32) { s.old = v })
+			set := func(s *sample, v []float32) { s.old = v }
+			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+				return t.logProbs(t.ms.Policy, part, set)
+			}, func(s *sample) []float32 { return s.old }, set)
 		}); err != nil {
 			return err
 		}
 	}
 	if t.cfg.needsRef() {
 		if _, err := timed(m, "ref", func() (struct{}, error) {
-			return struct{}{}, t.logProbs(t.ms.Reference, samples, func(s *sample, v []float32) { s.ref = v })
+			set := func(s *sample, v []float32) { s.ref = v }
+			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+				return t.logProbs(t.ms.Reference, part, set)
+			}, func(s *sample) []float32 { return s.ref }, set)
 		}); err != nil {
 			return err
 		}
 	}
 	if t.cfg.Advantage.Estimator == EstGAE {
 		if _, err := timed(m, "values", func() (struct{}, error) {
-			return struct{}{}, t.ms.Critic.values(samples, t.cfg.Update.MicroTokens)
+			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+				return t.ms.Critic.values(part, t.cfg.Update.MicroTokens)
+			}, func(s *sample) []float32 { return s.values }, func(s *sample, v []float32) { s.values = v })
 		}); err != nil {
 			return err
 		}

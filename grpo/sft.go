@@ -20,6 +20,10 @@ import (
 // learning rate follows the same schedule as RL steps, counted in the same optimizer steps.
 func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 	m := Metrics{}
+	if t.dist.generates() {
+		t.sftSteps++ // a rollout rank: the trainers' weights reach it at the next step
+		return m, nil
+	}
 	samples := samplesOf(demos)
 	tokens := 0
 	for _, s := range samples {
@@ -30,7 +34,13 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 	}
 	var nll float64
 	_, err := timed(m, "update_actor", func() (struct{}, error) {
-		for _, micro := range pack(samples, t.cfg.Update.MicroTokens) {
+		// Data parallel: every rank has every demonstration and trains its share; the loss is the
+		// whole batch's token mean, so the summed gradients are the single-process ones.
+		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
+		for i, micro := range micros {
+			if i == len(micros)-1 {
+				t.opt.Arm()
+			}
 			v, err := t.sftMicro(micro, tokens)
 			if err != nil {
 				return struct{}{}, err
@@ -42,7 +52,12 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.optimizerStep(m)
+	if nll, err = t.dist.sum(nll); err != nil {
+		return nil, fmt.Errorf("grpo: sft: %w", err)
+	}
+	if err := t.optimizerStep(m); err != nil {
+		return nil, err
+	}
 	t.sftSteps++
 	m["sft/loss"] = nll
 	m["sft/tokens"] = float64(tokens)

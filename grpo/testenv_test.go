@@ -98,9 +98,9 @@ func smallConfig() Config {
 	return c
 }
 
-// newRun loads the tiny model of dir in the test dtype and makes a trainer; call on the torch
-// thread.
-func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*Models)) *run {
+// newRun loads the tiny model of dir in the test dtype and makes a trainer (with opts); call on
+// the torch thread.
+func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*Models), opts ...Option) *run {
 	t.Helper()
 	r := &run{t: t, dir: dir}
 	var err error
@@ -121,7 +121,7 @@ func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*M
 	if ms != nil {
 		ms(&models)
 	}
-	if r.tr, err = New(models, eng, r.tok, e, cfg); err != nil {
+	if r.tr, err = New(models, eng, r.tok, e, cfg, opts...); err != nil {
 		t.Fatal(err)
 	}
 	return r

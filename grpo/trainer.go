@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -40,17 +39,29 @@ type Trainer struct {
 	gen    rollout.Generator
 	tok    *tokenizer.Tokenizer
 	envs   *env.Environment
-	opt    *torch.AdamW
+	opt    optimizer // nil on a rank that only generates (rollout ahead)
 	params []*torch.Tensor
+	dist   *Dist // nil: a single process
 	// iter counts Step calls, updates optimizer steps taken, skipped steps skipped for a
 	// non-finite gradient norm, sftSteps SFT calls.
 	iter, updates, skipped, sftSteps int
+	// Rollout ahead (dist_ahead.go): the batch a rollout rank generated and has not sent; the
+	// steps a training rank took in this process.
+	pending    *aheadBatch
+	aheadSteps int
 }
+
+// Option is a setting of New beyond the Config.
+type Option func(*Trainer)
+
+// WithDist makes the trainer one rank of data-parallel training (dist.go); nil is a single
+// process. Every rank calls New with the same models, configuration and Dist settings.
+func WithDist(d *Dist) Option { return func(t *Trainer) { t.dist = d } }
 
 // New checks the configuration against the models and makes a trainer. gen must generate with
 // ms.Policy's weights (a rollout.Engine over a rollout.ModelBackend of the policy): there is no
 // weight copy between the sampler and the trainer. Call on the torch thread.
-func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment, cfg Config) (*Trainer, error) {
+func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment, cfg Config, opts ...Option) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("grpo: config: %w", err)
 	}
@@ -64,52 +75,62 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 		return nil, fmt.Errorf("grpo: the gae estimator needs a critic")
 	}
 	t := &Trainer{cfg: cfg, ms: ms, gen: gen, tok: tok, envs: envs}
+	for _, o := range opts {
+		o(t)
+	}
+	if err := t.dist.check(cfg); err != nil {
+		return nil, err
+	}
 	ms.Policy.SetTrainable(true)
 	t.params = ms.Policy.ParameterTensors()
+	if err := t.dist.broadcastWeights(ms); err != nil {
+		return nil, err
+	}
+	if t.dist.generates() {
+		return t, nil // a rollout rank: weights come from the trainers, no optimizer
+	}
 	var err error
-	if t.opt, err = newAdamW(ms.Policy.Parameters(), cfg.Optim.LR, cfg.Optim); err != nil {
+	if t.opt, err = t.dist.newOptimizer(ms.Policy.Parameters(), cfg.Optim.LR, cfg.Optim); err != nil {
 		return nil, fmt.Errorf("grpo: optimizer: %w", err)
 	}
 	if ms.Critic != nil {
-		if err := ms.Critic.start(cfg.Critic, cfg.Optim); err != nil {
+		if err := ms.Critic.start(cfg.Critic, cfg.Optim, t.dist); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// newAdamW makes an optimizer over params (mixed precision: float32 master weights for bf16/f16
-// ones), exempting biases and normalisation weights from weight decay, as Hugging Face's Trainer
-// does.
-func newAdamW(params []torch.NamedTensor, lr float64, o OptimConfig) (*torch.AdamW, error) {
-	opt, err := torch.NewAdamW(params, torch.AdamWConfig{LR: lr, Beta1: o.Beta1, Beta2: o.Beta2,
-		Eps: o.Eps, WeightDecay: o.WeightDecay})
-	if err != nil {
-		return nil, err
+// Close frees the optimizer state (the models and the Dist belong to the caller).
+func (t *Trainer) Close() {
+	if t.opt != nil {
+		t.opt.Close()
 	}
-	var exempt []string
-	for _, p := range params {
-		if strings.HasSuffix(p.Name, ".bias") || strings.HasSuffix(p.Name, "norm.weight") {
-			exempt = append(exempt, p.Name)
-		}
-	}
-	return opt, opt.NoDecayNames(exempt...)
 }
 
-// Close frees the optimizer state (the models belong to the caller).
-func (t *Trainer) Close() { t.opt.Close() }
+// Dist is the trainer's place in data-parallel training (nil: a single process).
+func (t *Trainer) Dist() *Dist { return t.dist }
 
 // Step runs one training iteration: rollout → rewards → advantages → (old / reference / value
 // scoring) → loss and backward per micro-batch → clip → AdamW, once per mini-batch and epoch. It
 // returns the step's metrics under the names verl and TRL use, and the trajectories it trained on
 // (failed ones, with Err set, were left out of training).
 func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout.Trajectory, error) {
+	if t.dist.ahead() {
+		return t.stepAhead(ctx, src)
+	}
 	m := Metrics{}
 	start := time.Now()
 	trajs, err := timed(m, "gen", func() ([]*rollout.Trajectory, error) { return t.rollout(ctx, src, m) })
 	if err != nil {
 		return nil, nil, err
 	}
+	return t.learn(trajs, m, start)
+}
+
+// learn is the rest of a step once its trajectories are there: samples, scoring, credit, update,
+// metrics.
+func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time) (Metrics, []*rollout.Trajectory, error) {
 	samples := samplesOf(trajs)
 	if len(samples) == 0 {
 		return nil, trajs, fmt.Errorf("grpo: step %d: no trainable turn in %d trajectories", t.iter, len(trajs))

@@ -204,7 +204,7 @@ func gradsOf(t *testing.T, r *run, samples []*sample, budget int, ckpt bool) map
 	for _, p := range r.m.Parameters() {
 		g[p.Name] = p.Tensor.Grad().ToDType(torch.Float32).Float32s()
 	}
-	r.tr.opt.ZeroGrad()
+	torch.ZeroGrad(r.tr.params)
 	t.Logf("budget %d checkpoint %v: %d passes", budget, ckpt, passes)
 	return g
 }

@@ -14,9 +14,9 @@ import (
 // micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
 // leaves weights and optimizer state untouched.
 func (t *Trainer) update(samples []*sample, m Metrics) error {
-	return t.passes(samples, rngActor, m, func(micro []*sample, epoch int, acc *statAcc) error {
+	return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
 		return t.microStep(micro, epoch == 0, acc)
-	}, func() { t.optimizerStep(m) })
+	}, func() error { return t.optimizerStep(m) })
 }
 
 // Purposes of the step's random generators (stepRNG).
@@ -28,9 +28,12 @@ const (
 // passes runs Epochs passes over samples, each split into MiniBatches by trajectory (shuffled by
 // the step's generator for purpose+epoch), each mini-batch's aggregation weights set from all its
 // tokens, its micro-batches (at most MicroTokens tokens) given to micro, then step called once.
-// The loss statistics accumulate over everything and are reported at the end.
-func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics,
-	micro func(micro []*sample, epoch int, acc *statAcc) error, step func()) error {
+// Data parallel, a rank packs only its share of each mini-batch (the weights are still the whole
+// mini-batch's) and opt, told before the last backward pass, sums the ranks' gradients in step.
+// The loss statistics (of layout l) accumulate over everything, are summed across ranks and
+// reported at the end.
+func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optimizer, l *statLayout,
+	micro func(micro []*sample, epoch int, acc *statAcc) error, step func() error) error {
 	u := t.cfg.Update
 	acc := newStatAcc()
 	defer acc.close()
@@ -39,28 +42,39 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics,
 			if err := t.setWeights(mb); err != nil {
 				return err
 			}
-			for _, mc := range pack(mb, u.MicroTokens) {
+			mcs := pack(t.dist.share(mb), u.MicroTokens)
+			for i, mc := range mcs {
+				if i == len(mcs)-1 {
+					opt.Arm()
+				}
 				if err := micro(mc, epoch, acc); err != nil {
 					return err
 				}
 			}
-			step()
+			if err := step(); err != nil {
+				return err
+			}
 			acc.updates++
 		}
+	}
+	if err := t.dist.reduceStats(acc, l); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}
 	acc.report(m)
 	return nil
 }
 
-// optimizerStep clips the gradients, sets the scheduled learning rate and steps AdamW unless the
-// gradient norm is not finite; then the gradients are dropped either way.
-func (t *Trainer) optimizerStep(m Metrics) {
+// optimizerStep sums the gradients across ranks (data parallel), clips them, and steps AdamW with
+// the scheduled learning rate unless the gradient norm is not finite; then the gradients are
+// dropped either way.
+func (t *Trainer) optimizerStep(m Metrics) error {
 	o := t.cfg.Optim
-	maxNorm := o.MaxGradNorm
-	if maxNorm == 0 {
-		maxNorm = math.Inf(1)
+	var norm float64
+	if err := inCollective(t.dist.trainGroup(), "summing gradients", func() {
+		norm = t.opt.ClipGradNorm(clipNorm(o.MaxGradNorm))
+	}); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}
-	norm := torch.ClipGradNorm(t.params, maxNorm)
 	m["actor/grad_norm"] = norm // the last mini-batch's, as verl logs it
 	lr := LR(o.LR, t.updates+t.skipped, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio)
 	m["actor/lr"] = lr
@@ -68,12 +82,13 @@ func (t *Trainer) optimizerStep(m Metrics) {
 		t.opt.Skip() // drops the gradients; weights, masters and moments untouched
 		t.skipped++
 		m["actor/skipped_steps"]++
-		return
+		return nil
 	}
-	t.opt.Config.LR = lr
-	t.opt.Step()
-	t.opt.ZeroGrad()
+	if err := inCollective(t.dist.trainGroup(), "updating the weights", func() { t.opt.Step(lr) }); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
+	}
 	t.updates++
+	return nil
 }
 
 // microStep runs the training forward pass of one micro-batch, builds its loss and backpropagates

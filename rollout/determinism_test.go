@@ -73,3 +73,56 @@ func TestDriverReproducibleWhateverWorkerOrder(t *testing.T) {
 		}
 	}
 }
+
+// A Run of the second half of a batch with FirstIndex at its start gives those episodes the
+// trajectories the whole batch gives them: how data-parallel ranks split a batch and still train
+// on the single-process one. (Each task has its own prompt, so each group is its own first
+// request in both runs.)
+func TestDriverFirstIndexSplitsABatch(t *testing.T) {
+	e := openEnv(t, "calc_mult", env.Config{})
+	ts := tasks(t, e, 4, 2)
+	onTorch(t, func() error {
+		m := tinyModel(t, 4)
+		defer m.Close()
+		tok := tiny(t)
+		play := func(first int, part []env.Task) ([]*Trajectory, error) {
+			b, err := NewModelBackend(m, 16, 1024, tok.EOSIDs()...)
+			if err != nil {
+				return nil, err
+			}
+			defer b.Close()
+			eng, err := NewEngine(b, tok, Config{Seed: 5})
+			if err != nil {
+				return nil, err
+			}
+			d, err := NewDriver(eng, tok, DriverConfig{Sampling: Sampling{MaxNewTokens: 8}, Seed: 9, FirstIndex: first * 3})
+			if err != nil {
+				return nil, err
+			}
+			var eps []Episode
+			for i, task := range part {
+				for range 3 {
+					eps = append(eps, Episode{Env: e.New(), Task: task, Group: first + i})
+				}
+			}
+			trajs, _, err := d.Run(context.Background(), eps)
+			return trajs, err
+		}
+		whole, err := play(0, ts)
+		if err != nil {
+			return err
+		}
+		half, err := play(2, ts[2:])
+		if err != nil {
+			return err
+		}
+		for i, tr := range half {
+			w := whole[6+i]
+			if tr.Index != w.Index || tr.Group != w.Group || !slices.Equal(tr.Turns[0].Output, w.Turns[0].Output) {
+				t.Errorf("episode %d: index %d group %d output %v; in the whole batch index %d group %d output %v",
+					i, tr.Index, tr.Group, tr.Turns[0].Output, w.Index, w.Group, w.Turns[0].Output)
+			}
+		}
+		return nil
+	})
+}

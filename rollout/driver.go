@@ -58,6 +58,10 @@ type DriverConfig struct {
 	MaxOpenEpisodes int
 	// Seed seeds the per-request sampling seeds.
 	Seed uint64
+	// FirstIndex numbers a Run's episodes from FirstIndex (their sampling seeds, Trajectory.Index,
+	// messages): a data-parallel rank that plays episodes [k, k+n) of a global batch passes k and
+	// gets the trajectories the whole batch would give those episodes.
+	FirstIndex int
 	// Debug, when set, receives one line per turn and the batch profile after each Run.
 	Debug io.Writer
 }
@@ -84,9 +88,9 @@ func NewDriver(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (*Driv
 	if err := cfg.Sampling.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout: driver: %w", err)
 	}
-	if cfg.MaxTurns < 0 || cfg.MaxContextTokens < 0 || cfg.Workers < 0 || cfg.MaxOpenEpisodes < 0 {
-		return nil, fmt.Errorf("rollout: driver: max_turns %d, max_context_tokens %d, workers %d, max_open_episodes %d must be >= 0",
-			cfg.MaxTurns, cfg.MaxContextTokens, cfg.Workers, cfg.MaxOpenEpisodes)
+	if cfg.MaxTurns < 0 || cfg.MaxContextTokens < 0 || cfg.Workers < 0 || cfg.MaxOpenEpisodes < 0 || cfg.FirstIndex < 0 {
+		return nil, fmt.Errorf("rollout: driver: max_turns %d, max_context_tokens %d, workers %d, max_open_episodes %d, first_index %d must be >= 0",
+			cfg.MaxTurns, cfg.MaxContextTokens, cfg.Workers, cfg.MaxOpenEpisodes, cfg.FirstIndex)
 	}
 	if cfg.Condenser == nil {
 		cfg.Condenser = Full{}
@@ -112,7 +116,8 @@ func (d *Driver) Run(ctx context.Context, eps []Episode) ([]*Trajectory, *BatchP
 		if in.Env == nil {
 			return nil, nil, fmt.Errorf("rollout: episode %d has no Env", i)
 		}
-		r.eps = append(r.eps, &episode{r: r, idx: i, in: in, traj: &Trajectory{Index: i, Group: in.Group, Task: in.Task}})
+		idx := d.cfg.FirstIndex + i
+		r.eps = append(r.eps, &episode{r: r, idx: idx, in: in, traj: &Trajectory{Index: idx, Group: in.Group, Task: in.Task}})
 	}
 	r.left = len(eps)
 	r.admit()

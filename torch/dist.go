@@ -23,7 +23,7 @@ import (
 // (torch.distributed's default).
 const DefaultDistTimeout = 30 * time.Minute
 
-// DefaultBucketBytes is the gradient bucket size of AllReduceGrads when none is given (DDP's 25 MB).
+// DefaultBucketBytes is the gradient bucket size of NewGradBuckets when none is given (DDP's 25 MB).
 const DefaultBucketBytes = 25 << 20
 
 // DistConfig says how a process joins its group.
@@ -207,23 +207,6 @@ func (pg *ProcessGroup) AllGather(t *Tensor) []*Tensor {
 // Barrier returns once every rank has reached it.
 func (pg *ProcessGroup) Barrier() {
 	check("Barrier", C.mt_dist_barrier(pg.handle("Barrier")))
-}
-
-// AllReduceGrads averages the gradients of params across ranks, as DDP does after backward:
-// gradients are packed in order into flat buckets of about bucketBytes (<= 0: DefaultBucketBytes),
-// each bucket is summed across ranks, divided by the world size and copied back. A parameter that
-// requires grad but got none on this rank gets a zero gradient (another rank may have one).
-// Parameters that do not require grad are skipped. Every rank must pass the same parameters in the
-// same order. It returns the number of buckets (collectives) used.
-func (pg *ProcessGroup) AllReduceGrads(params []*Tensor, bucketBytes int64) int {
-	if bucketBytes <= 0 {
-		bucketBytes = DefaultBucketBytes
-	}
-	hs := handles("AllReduceGrads", params)
-	var n C.int
-	check("AllReduceGrads", C.mt_dist_allreduce_grads(pg.handle("AllReduceGrads"), handlesPtr(hs), C.int(len(hs)),
-		C.int64_t(bucketBytes), &n))
-	return int(n)
 }
 
 // Close leaves the group and releases the store connection. Call Barrier first if other ranks may

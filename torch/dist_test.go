@@ -120,6 +120,13 @@ func TestDistWorker(t *testing.T) {
 	if want := mode == "agent"; cfg.AgentStore != want || (want && cfg.RestartCount != 3) {
 		t.Errorf("mode %s: config %+v", mode, cfg)
 	}
+	if mode == "watchdog" {
+		watchdogWorker(t, pg)
+		if !t.Failed() {
+			fmt.Printf("dist worker rank %d ok\n", pg.Rank())
+		}
+		return
+	}
 	onTorch(t, func() {
 		// Sum of [r+1, 10(r+1)] over r = 0, 1: [1+2, 10+20] = [3, 30].
 		s := FromSlice([]float32{float32(r + 1), float32(10 * (r + 1))})
@@ -129,7 +136,10 @@ func TestDistWorker(t *testing.T) {
 			pg.Barrier()
 			return
 		case "bench":
-			benchAllReduceGrads(t, pg)
+			benchGradBuckets(t, pg)
+			return
+		case "shard":
+			shardWorker(t, pg)
 			return
 		}
 		// Avg of [r, 2r+1]: ([0 1] + [1 3]) / 2 = [0.5 2].
@@ -163,8 +173,8 @@ func TestDistWorker(t *testing.T) {
 		expectFloats(t, "gather[1]", g[1].Float32s(), []float64{1, 6}, 0)
 
 		// Gradient averaging: p's grad is r+1 per element → (1+2)/2 = 1.5. q gets a grad of 2 only
-		// on rank 1 (rank 0 never uses it) → (0+2)/2 = 1. frozen is skipped. With 8-byte buckets p
-		// (12 bytes) fills one bucket and q another.
+		// on rank 1 (rank 0 never uses it) → (0+2)/2 = 1. frozen is skipped. With 8-byte buckets q
+		// (8 bytes) fills one bucket and p another.
 		p := FromSlice([]float32{1, 2, 3}).SetRequiresGrad(true)
 		q := FromSlice([]float32{5, 6}).SetRequiresGrad(true)
 		frozen := FromSlice([]float32{9})
@@ -173,9 +183,12 @@ func TestDistWorker(t *testing.T) {
 			loss = loss.Add(q.MulScalar(2).Sum(false))
 		}
 		loss.Backward()
-		if n := pg.AllReduceGrads([]*Tensor{p, frozen, q}, 8); n != 2 {
-			t.Errorf("AllReduceGrads used %d buckets, want 2", n)
+		bk := pg.NewGradBuckets([]*Tensor{p, frozen, q}, 8, false)
+		defer bk.Close()
+		if n := bk.Buckets(); n != 2 {
+			t.Errorf("%d buckets, want 2", n)
 		}
+		bk.AllReduce(0.5)
 		expectFloats(t, "p.grad", p.Grad().Float32s(), []float64{1.5, 1.5, 1.5}, 0)
 		expectFloats(t, "q.grad", q.Grad().Float32s(), []float64{1, 1}, 0)
 		if frozen.Grad() != nil {
@@ -300,7 +313,9 @@ func TestDistributedNCCLOneRank(t *testing.T) {
 		// grad of sum(3p) is 3 per element; averaged over one rank it stays 3.
 		p := dev(FromSlice([]float32{1, 2})).SetRequiresGrad(true)
 		p.MulScalar(3).Sum(false).Backward()
-		pg.AllReduceGrads([]*Tensor{p}, 0)
+		bk := pg.NewGradBuckets([]*Tensor{p}, 0, false)
+		defer bk.Close()
+		bk.AllReduce(1)
 		expectFloats(t, "grad", p.Grad().Float32s(), []float64{3, 3}, 0)
 		pg.Barrier()
 		// A CPU tensor on an NCCL group is an error naming both devices.

@@ -30,6 +30,7 @@
 #endif
 
 #include "dist.h"
+#include "dist_internal.h"
 #include "shim_internal.h"
 
 #if TORCH_VERSION_MAJOR >= 2
@@ -46,6 +47,8 @@ struct mt_pg_s {
   int rank = 0;
   int size = 1;
   int device = MT_CPU;
+  std::string addr;  // the master address (subgroups bind Gloo as the parent did)
+  int groups = 0;    // subgroups created so far (their store prefixes)
 };
 
 struct mt_store_s {
@@ -136,7 +139,20 @@ void check_device(const mt_pg_s& p, const at::Tensor& t, const char* op) {
   }
 }
 
+// Gloo has no bfloat16 (1.13 and 2.x): data movement sends the bits as float16 (two bytes it only
+// copies), reductions go through float32 (exact for the inputs; the sum is rounded once, back to
+// bfloat16).
+bool gloo_bf16(const std::string& backend, const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 && backend == "gloo";
+}
+
 void allreduce(mt_pg_s& p, at::Tensor& t, c10d::ReduceOp::RedOpType op) {
+  if (gloo_bf16(p.pg->getBackendName(), t)) {
+    at::Tensor f = t.to(at::kFloat);
+    allreduce(p, f, op);
+    t.copy_(f);
+    return;
+  }
   std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions o;
   o.reduceOp = op;
@@ -171,6 +187,7 @@ mt_err mt_dist_new(const char* addr, int port, int rank, int world, int agent_st
   p->rank = rank;
   p->size = world;
   p->device = device;
+  p->addr = addr;
   std::string where = std::string(addr) + ":" + std::to_string(port) + " (rank " + std::to_string(rank) + " of " +
                       std::to_string(world) + ")";
   try {
@@ -271,7 +288,7 @@ mt_err mt_dist_broadcast(mt_pg h, mt_tensor* ths, int n, int root) {
     at::Tensor& t = mt::T(ths[i]);
     check_device(p, t, "broadcast");
     in_place(t, [&](at::Tensor& c) {
-      std::vector<at::Tensor> ts{c};
+      std::vector<at::Tensor> ts{gloo_bf16(p.pg->getBackendName(), c) ? c.view(at::kHalf) : c};
       c10d::BroadcastOptions o;
       o.rootRank = root;
       p.pg->broadcast(ts, o)->wait();
@@ -285,11 +302,13 @@ mt_err mt_dist_allgather(mt_pg h, mt_tensor th, mt_tensor* outs) {
   auto& p = P(h);
   at::Tensor t = mt::T(th).detach().contiguous();
   check_device(p, t, "all_gather");
+  bool bits = gloo_bf16(p.pg->getBackendName(), t);
+  if (bits) t = t.view(at::kHalf);
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < p.size; r++) output[0].push_back(at::empty_like(t));
   std::vector<at::Tensor> input{t};
   p.pg->allgather(output, input)->wait();
-  for (int r = 0; r < p.size; r++) outs[r] = mt::wrap(output[0][r]);
+  for (int r = 0; r < p.size; r++) outs[r] = mt::wrap(bits ? output[0][r].view(at::kBFloat16) : output[0][r]);
   MT_END
 }
 
@@ -302,49 +321,147 @@ mt_err mt_dist_barrier(mt_pg h) {
   MT_END
 }
 
-mt_err mt_dist_allreduce_grads(mt_pg h, mt_tensor* params, int n, int64_t bucket_bytes, int* nbuckets) {
+}  // extern "C"
+
+// ---- sharding collectives and subgroups (dist_internal.h, dist.h) ---------------------------------
+
+namespace mt {
+
+DistRef dist_ref(mt_pg h) {
+  auto& p = P(h);
+  return DistRef{p.pg, p.store, p.rank, p.size, p.device, p.pg->getBackendName()};
+}
+
+void check_dist_device(const DistRef& p, const at::Tensor& t, const char* op) {
+  bool want_cuda = p.device != MT_CPU;
+  if (t.is_cuda() != want_cuda || (want_cuda && t.get_device() != p.device)) {
+    throw std::invalid_argument(std::string(op) + ": tensor on " + t.device().str() + ", process group on " +
+                                mt::device(p.device).str());
+  }
+}
+
+}  // namespace mt
+
+namespace {
+
+// flat1d checks that t is a dense contiguous 1-d tensor (the collectives below write into it).
+void flat1d(const at::Tensor& t, const char* op, const char* what) {
+  if (t.dim() != 1 || !t.is_contiguous()) {
+    throw std::invalid_argument(std::string(op) + ": " + what + " must be a contiguous 1-d tensor, got shape " +
+                                c10::str(t.sizes()));
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+mt_err mt_dist_reduce_scatter(mt_pg h, mt_tensor inh, mt_tensor outh, int op) {
+  MT_BEGIN
+  auto p = mt::dist_ref(h);
+  at::Tensor& in = mt::T(inh);
+  at::Tensor& out = mt::T(outh);
+  flat1d(in, "reduce_scatter", "input");
+  flat1d(out, "reduce_scatter", "output");
+  mt::check_dist_device(p, in, "reduce_scatter");
+  mt::check_dist_device(p, out, "reduce_scatter");
+  if (in.numel() != out.numel() * p.size || in.scalar_type() != out.scalar_type()) {
+    throw std::invalid_argument("reduce_scatter: input " + c10::str(in.sizes()) + " " +
+                                c10::toString(in.scalar_type()) + " must be world (" + std::to_string(p.size) +
+                                ") times output " + c10::str(out.sizes()) + " " + c10::toString(out.scalar_type()));
+  }
+  if (op == MT_DIST_AVG && !at::isFloatingType(in.scalar_type())) {
+    throw std::invalid_argument("reduce_scatter AVG needs a floating-point tensor");
+  }
+  at::NoGradGuard no_grad;
+  c10d::ReduceScatterOptions o;
+  o.reduceOp = reduce_op(op);
+  if (p.backend == "nccl") {
+    p.pg->_reduce_scatter_base(out, in, o)->wait();
+  } else {
+    // Gloo (1.13 and 2.x) has no reduce-scatter: all-reduce a copy and keep this rank's chunk. The
+    // sums are the same; only the traffic is larger (CPU runs are for tests).
+    at::Tensor full = in.to(in.scalar_type() == at::kBFloat16 ? at::kFloat : in.scalar_type(), false, true);
+    std::vector<at::Tensor> ts{full};
+    c10d::AllreduceOptions ao;
+    ao.reduceOp = o.reduceOp;
+    p.pg->allreduce(ts, ao)->wait();
+    out.copy_(full.narrow(0, out.numel() * p.rank, out.numel()));
+  }
+  if (op == MT_DIST_AVG) out.div_(p.size);
+  MT_END
+}
+
+mt_err mt_dist_allgather_into(mt_pg h, mt_tensor inh, mt_tensor outh) {
+  MT_BEGIN
+  auto p = mt::dist_ref(h);
+  at::Tensor& in = mt::T(inh);
+  at::Tensor& out = mt::T(outh);
+  flat1d(in, "all_gather_into", "input");
+  flat1d(out, "all_gather_into", "output");
+  mt::check_dist_device(p, in, "all_gather_into");
+  mt::check_dist_device(p, out, "all_gather_into");
+  if (out.numel() != in.numel() * p.size || in.scalar_type() != out.scalar_type()) {
+    throw std::invalid_argument("all_gather_into: output " + c10::str(out.sizes()) + " " +
+                                c10::toString(out.scalar_type()) + " must be world (" + std::to_string(p.size) +
+                                ") times input " + c10::str(in.sizes()) + " " + c10::toString(in.scalar_type()));
+  }
+  at::NoGradGuard no_grad;
+  if (p.backend == "nccl") {
+    p.pg->_allgather_base(out, in, c10d::AllgatherOptions())->wait();
+  } else {
+    // Gloo's all-gather into views of the output buffer (its _allgather_base is not implemented).
+    bool bits = in.scalar_type() == at::kBFloat16;
+    std::vector<std::vector<at::Tensor>> outs(1);
+    for (int r = 0; r < p.size; r++) {
+      at::Tensor o = out.narrow(0, in.numel() * r, in.numel());
+      outs[0].push_back(bits ? o.view(at::kHalf) : o);
+    }
+    std::vector<at::Tensor> ins{bits ? in.view(at::kHalf) : in};
+    p.pg->allgather(outs, ins)->wait();
+  }
+  MT_END
+}
+
+mt_err mt_dist_new_group(mt_pg h, const int* ranks, int n, int64_t timeout_ms, mt_pg* out) {
   MT_BEGIN
   auto& p = P(h);
-  if (bucket_bytes <= 0) throw std::invalid_argument("bucket size must be positive");
-  at::NoGradGuard no_grad;
-  // Collect the gradients, creating zeros for parameters that got none on this rank (another rank
-  // may have one: a zero keeps the buckets, and so the collectives, identical on every rank).
-  std::vector<at::Tensor> grads;
+  *out = nullptr;
+  if (n < 1 || n > p.size) throw std::invalid_argument("new_group: " + std::to_string(n) + " ranks of " + std::to_string(p.size));
+  if (timeout_ms <= 0) throw std::invalid_argument("new_group: timeout must be positive");
+  int sub = -1;
+  std::string key = "group";
   for (int i = 0; i < n; i++) {
-    at::Tensor& w = mt::T(params[i]);
-    if (!w.requires_grad()) continue;
-    at::Tensor& g = w.mutable_grad();
-    if (!g.defined()) g = at::zeros_like(w);
-    if (g.is_sparse()) throw std::invalid_argument("sparse gradients are not supported");
-    check_device(p, g, "all_reduce_grads");
-    if (!at::isFloatingType(g.scalar_type())) throw std::invalid_argument("non-floating-point gradient");
-    grads.push_back(g);
-  }
-  // Buckets are runs of consecutive gradients with one dtype, closed once they reach bucket_bytes.
-  int count = 0;
-  size_t i = 0;
-  while (i < grads.size()) {
-    size_t j = i;
-    int64_t bytes = 0;
-    std::vector<at::Tensor> flat;
-    while (j < grads.size() && grads[j].scalar_type() == grads[i].scalar_type() && (j == i || bytes < bucket_bytes)) {
-      bytes += grads[j].numel() * static_cast<int64_t>(grads[j].element_size());
-      flat.push_back(grads[j].reshape({-1}));
-      j++;
+    if (ranks[i] < 0 || ranks[i] >= p.size || (i > 0 && ranks[i] <= ranks[i - 1])) {
+      throw std::invalid_argument("new_group: ranks must be increasing and in [0, " + std::to_string(p.size) + ")");
     }
-    at::Tensor buf = at::cat(flat);
-    allreduce(p, buf, c10d::ReduceOp::SUM);
-    buf.div_(p.size);
-    int64_t off = 0;
-    for (size_t k = i; k < j; k++) {
-      int64_t m = grads[k].numel();
-      grads[k].copy_(buf.narrow(0, off, m).view(grads[k].sizes()));
-      off += m;
-    }
-    count++;
-    i = j;
+    if (ranks[i] == p.rank) sub = i;
+    key += "_" + std::to_string(ranks[i]);
   }
-  if (nbuckets != nullptr) *nbuckets = count;
+  // Every rank of the parent calls this in the same order (as torch.distributed.new_group): the
+  // count makes each group's store keys distinct even for the same member list.
+  key += "/" + std::to_string(p.groups++);
+  if (sub < 0) return nullptr;
+  auto g = std::make_unique<mt_pg_s>();
+  g->store = c10::make_intrusive<c10d::PrefixStore>(key, p.store);
+  g->rank = sub;
+  g->size = n;
+  g->device = p.device;
+  std::chrono::milliseconds timeout(timeout_ms);
+  if (p.device == MT_CPU) {
+#ifdef MT_HAVE_GLOO
+    g->pg = new_gloo(g->store, p.addr, sub, n, timeout);
+#else
+    throw std::runtime_error("this shim was built without Gloo: no CPU process groups");
+#endif
+  } else {
+#ifdef MT_HAVE_NCCL
+    g->pg = new_nccl(g->store, sub, n, p.device, timeout);
+#else
+    throw std::runtime_error("this shim was built without NCCL: no CUDA process groups");
+#endif
+  }
+  *out = g.release();
   MT_END
 }
 

@@ -51,11 +51,46 @@ MT_API mt_err mt_dist_broadcast(mt_pg pg, mt_tensor* ts, int n, int root);
 /* outs receives world new tensors: outs[r] = rank r's t. */
 MT_API mt_err mt_dist_allgather(mt_pg pg, mt_tensor t, mt_tensor* outs);
 MT_API mt_err mt_dist_barrier(mt_pg pg);
-/* Data-parallel gradient averaging: the gradients of the n parameters that require grad (a missing
- * gradient counts as zeros and is created) are packed, in order, into flat buckets of about
- * bucket_bytes per dtype, each bucket all-reduced, divided by the world size, and copied back.
- * Every rank must pass the same parameters in the same order. *nbuckets = buckets used. */
-MT_API mt_err mt_dist_allreduce_grads(mt_pg pg, mt_tensor* params, int n, int64_t bucket_bytes, int* nbuckets);
+
+/* ---- sharded training (dist.cpp) ---- */
+/* out = op over every rank's chunk `rank` of in: in is [world*k], out [k], both flat and of one
+ * dtype (ZeRO's gradient reduce-scatter). Gloo has no reduce-scatter: it all-reduces a copy. */
+MT_API mt_err mt_dist_reduce_scatter(mt_pg pg, mt_tensor in, mt_tensor out, int op);
+/* out[r*k : (r+1)*k] = rank r's in: in is [k], out [world*k], both flat (ZeRO's weight gather). */
+MT_API mt_err mt_dist_allgather_into(mt_pg pg, mt_tensor in, mt_tensor out);
+/* A group of the given ranks (increasing) of pg, on pg's device, as torch.distributed.new_group:
+ * every rank of pg calls it, in the same order; *out is NULL on ranks that are not members. */
+MT_API mt_err mt_dist_new_group(mt_pg pg, const int* ranks, int n, int64_t timeout_ms, mt_pg* out);
+
+/* ---- persistent gradient buckets (dist_buckets.cpp) ---- */
+typedef struct mt_buckets_s* mt_buckets;
+/* Flat buffers for the gradients of the n parameters that require grad, laid out once (from the
+ * last parameter to the first, runs of one dtype closed at bucket_bytes) and reused every step. */
+MT_API mt_err mt_dist_buckets_new(mt_pg pg, mt_tensor* params, int n, int64_t bucket_bytes, mt_buckets* out);
+MT_API mt_err mt_dist_buckets_info(mt_buckets b, int* nbuckets, int64_t* bytes);
+/* Overlap the next backward pass: each bucket's all-reduce starts as soon as its gradients and
+ * those of every earlier bucket are accumulated. */
+MT_API mt_err mt_dist_buckets_arm(mt_buckets b);
+/* Gradients = scale * (sum over ranks): buckets not started yet start (in order), all are
+ * awaited and copied back; a missing gradient counts as zeros and is created. overlapped != 0
+ * (the same on every rank) when the step armed the buckets: one more small all-reduce then makes
+ * sure no rank sent a gradient that changed afterwards (else all buckets are reduced again). */
+MT_API mt_err mt_dist_buckets_allreduce(mt_buckets b, double scale, int overlapped);
+MT_API mt_err mt_dist_buckets_free(mt_buckets b);
+/* t.grad = g (same shape, dtype and device; g NULL drops it): optimizers over shards of
+ * parameters read their gradients from views of a reduced buffer. */
+MT_API mt_err mt_set_grad(mt_tensor t, mt_tensor g);
+
+/* ---- a heartbeat through the store (dist_watchdog.cpp) ---- */
+typedef struct mt_watchdog_s* mt_watchdog;
+/* Starts a thread that beats every interval_ms and reports a peer silent for timeout_ms, or a
+ * store that stopped answering. */
+MT_API mt_err mt_dist_watchdog_start(mt_pg pg, int64_t interval_ms, int64_t timeout_ms, mt_watchdog* out);
+/* Any thread: 1 and the failure's message in buf once the watchdog saw one, else 0. */
+MT_API int mt_dist_watchdog_failure(mt_watchdog w, char* buf, size_t cap);
+/* Any thread: stops and frees the watchdog; leave != 0 tells the peers this rank is leaving on
+ * purpose (its silence is then no failure). */
+MT_API mt_err mt_dist_watchdog_stop(mt_watchdog w, int leave);
 
 #ifdef __cplusplus
 }
