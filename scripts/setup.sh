@@ -39,10 +39,16 @@ command -v make >/dev/null || need+=(make)
 command -v npm >/dev/null || need+=(npm)
 command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
-  say "apt-get install ${need[*]}"
+  # dpkg's progress goes to a log (hundreds of lines); its end is shown if something fails.
+  mkdir -p build
+  log=build/setup-apt.log
+  say "apt-get install ${need[*]} (log: $log)"
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" ||
-    die "apt-get install ${need[*]} failed (see above)"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 \
+    --no-install-recommends "${need[@]}" >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    die "apt-get install ${need[*]} failed (the end of $log is above)"
+  fi
 fi
 
 # --- Go modules --------------------------------------------------------------------------------
