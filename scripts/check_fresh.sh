@@ -17,11 +17,11 @@ ROOT_CHECK=check-fresh
 . scripts/lib/root.sh
 . scripts/lib/check.sh
 
-mapfile -t cmds < <(readme_commands README.md)
+check_start
+mapfile -t cmds < <(git show "$CHECK_SHA:README.md" | readme_commands /dev/stdin)
 [ ${#cmds[@]} -gt 0 ] || root_die "found no commands in README.md's \"On a fresh Debian machine\" block"
 root_say "README commands: $(printf '[%s] ' "${cmds[@]}")"
 
-check_start
 root_base bookworm bookworm main
 check_run "$(fresh_preflight)
 $(timed_commands "${cmds[@]}")"
