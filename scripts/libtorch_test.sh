@@ -20,6 +20,10 @@ chmod +x "$tmp/bin/python3"
 deb=$tmp/debian/usr
 mkdir -p "$deb/include/torch/csrc/api/include" "$deb/lib/x86_64-linux-gnu"
 : >"$deb/lib/x86_64-linux-gnu/libtorch.so"
+debcuda=$tmp/debian-cuda/usr # libtorch-cuda-dev (contrib) instead of libtorch-dev
+mkdir -p "$debcuda/include/torch/csrc/api/include" "$debcuda/lib/x86_64-linux-gnu"
+: >"$debcuda/lib/x86_64-linux-gnu/libtorch.so"
+: >"$debcuda/lib/x86_64-linux-gnu/libtorch_cuda.so"
 nodeb=$tmp/nodebian/usr
 mkdir -p "$nodeb/include"
 
@@ -99,6 +103,7 @@ expect "pytorch importable, debian not installed: still debian" "PYTHONPATH=$tmp
   "TORCH_SOURCE=debian TORCH_INSTALLED=0 TORCH_LIBDIR=''"
 ARGS=--require expect_fail "debian required but missing" "PYTHONPATH=$tmp/good" "apt-get install libtorch-dev"
 ARGS=--require expect "debian required and present" "MTGRPO_DEBIAN_PREFIX=$deb" "TORCH_INSTALLED=1"
+expect "debian's CUDA build" "MTGRPO_DEBIAN_PREFIX=$debcuda" "TORCH_SOURCE=debian TORCH_INSTALLED=1 TORCH_CUDA=1"
 expect "debian explicitly" "MTGRPO_TORCH=debian MTGRPO_DEBIAN_PREFIX=$deb" "TORCH_SOURCE=debian"
 
 # python only when asked, from the checkout's root, whose torch/ must not shadow the package.
