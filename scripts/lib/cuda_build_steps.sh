@@ -9,7 +9,7 @@ step() {
   say "\$ $*"
   local t=$SECONDS
   "$@"
-  say "$1 took $((SECONDS - t)) s"
+  say "$* took $((SECONDS - t)) s"
 }
 mkdir -p build
 

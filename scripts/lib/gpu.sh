@@ -34,7 +34,8 @@ gpu_shim() {
 # against this shim, run from PKGDIR as `go test` would; if not, says why (an older glibc, a library
 # the loader cannot find, a shim of another ABI) and exits.
 gpu_binary_starts() {
-  local bin=$1 dir=$2 log=$3
+  local bin=$1 dir=$2 log
+  log=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
   if ! (cd "$dir" && "$bin" -test.list '.' >"$log" 2>&1); then
     gpu_say "$(basename "$bin") does not start here: $(head -3 "$log" | tr '\n' ' ')"
     exit 1
