@@ -29,7 +29,7 @@ build: $(SHIM)
 
 # The packages whose tests honour MTGRPO_TEST_DTYPE: make test runs them a second time in bfloat16
 # on the CPU, so dtype bugs show up without a GPU (tolerances are stated beside each comparison).
-BF16_PKGS := ./model ./rollout
+BF16_PKGS := ./model ./rollout ./grpo
 
 test: $(SHIM) test-scripts
 	$(GO) vet ./...

@@ -158,9 +158,9 @@ func gradsOf(t *testing.T, m *Model, b *Batch, o ForwardOptions) (map[string][]f
 // is scheduled, not what it computes: every parameter's gradient equals plain backprop's (the head
 // kept, as the default budget does for this small vocabulary), to 1e-5 of the tensor's largest
 // gradient in f32. In bf16 the two schedules round at different points: 4% of the larger of that
-// and 1% of the model's largest gradient, because a k_proj bias's exact gradient is zero (softmax
-// ignores a shift shared by all keys) and its bf16 gradient is rounding noise only; up to 1.8% was
-// seen on other tensors, 2.6% on those biases.
+// and 1% of the model's largest gradient, because the k_proj biases' gradients are small (softmax
+// ignores the part of q·b that all keys share; only RoPE's rotation makes it vary) and mostly
+// rounding noise; up to 1.8% was seen on other tensors, 2.6% on those biases.
 func TestCheckpointedGradsMatchPlain(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {

@@ -82,7 +82,14 @@ func testConfig(t *testing.T, arch string, tied bool) *Config {
 // leaves them at 1 and 0, which would hide a bug in them). Call on the torch thread.
 func testModel(t *testing.T, arch string, tied bool, seed uint64) *Model {
 	t.Helper()
-	m, err := New(testConfig(t, arch, tied), nil, Options{Device: testDevice, DType: testDType}, seed)
+	return testModelIn(t, testDType, arch, tied, seed)
+}
+
+// testModelIn is testModel in the given dtype, whatever MTGRPO_TEST_DTYPE says: for tests that
+// compare dtypes with each other.
+func testModelIn(t *testing.T, dtype, arch string, tied bool, seed uint64) *Model {
+	t.Helper()
+	m, err := New(testConfig(t, arch, tied), nil, Options{Device: testDevice, DType: dtype}, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +132,6 @@ func maxAbsDiff(a, b []float32) float64 {
 		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
 	}
 	return d
-}
-
-// maxAbs is max |v| over a float32 slice: the scale relative tolerances are taken from.
-func maxAbs(a []float32) float64 {
-	m := 0.0
-	for _, v := range a {
-		m = math.Max(m, math.Abs(float64(v)))
-	}
-	return m
 }
 
 // logitTol is the tolerance between two computations of the same logits ref (a batch layout
