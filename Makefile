@@ -7,7 +7,8 @@ SHIM    := build/libmtgrpo_torch.so
 BIN     := bin/mtgrpo
 STAMP   := build/.setup-done
 
-.PHONY: setup shim build test test-short bench bench-torch demo fmt vet clean
+.PHONY: setup shim build test test-scripts test-short bench bench-torch demo fmt vet clean \
+	check-fresh check-torch2 check-cuda-build
 
 # setup: system packages, Go modules, npm assets (see scripts/setup.sh). Re-run with `make setup`.
 $(STAMP): scripts/setup.sh scripts/libtorch.sh scripts/npm/package.json
@@ -26,9 +27,18 @@ build: $(SHIM)
 	$(GO) build -o $(BIN) ./cmd/mtgrpo
 	$(GO) build -o bin/mtgrpo-sandbox ./cmd/mtgrpo-sandbox
 
-test: $(SHIM)
+# The packages whose tests honour MTGRPO_TEST_DTYPE: make test runs them a second time in bfloat16
+# on the CPU, so dtype bugs show up without a GPU (tolerances are stated beside each comparison).
+BF16_PKGS := ./model ./rollout ./grpo
+
+test: $(SHIM) test-scripts
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 60m ./...
+	MTGRPO_TEST_DTYPE=bfloat16 $(GO) test -count=1 -timeout 30m $(BF16_PKGS)
+
+# test-scripts: the decisions of scripts/libtorch.sh (fake Debian trees, fake PyTorch packages).
+test-scripts:
+	scripts/libtorch_test.sh
 
 test-short: $(SHIM)
 	$(GO) test -count=1 -short ./...
@@ -43,6 +53,18 @@ bench-torch: $(SHIM)
 
 demo: build
 	$(BIN) demo
+
+# Setup checks in throwaway Debian roots (root, network, several GB; docs/setup.md has the times).
+# check-fresh: the README's two commands on a fresh Debian 12 from a clean clone of HEAD.
+# check-torch2: Debian trixie's libtorch 2.6 (CPU) and Python 3.13: shim, torch/model/rollout/env tests.
+# check-cuda-build: trixie's CUDA libtorch 2.6: the CUDA shim, the binary and the GPU scripts build
+# and link, and stop cleanly where a GPU is needed (not in every CI run: ~8 GB of packages).
+check-fresh:
+	scripts/check_fresh.sh
+check-torch2:
+	scripts/check_torch2.sh
+check-cuda-build:
+	scripts/check_cuda_build.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -31,7 +31,7 @@ func TestBatchLayoutsMatchOneByOne(t *testing.T) {
 					for i, s := range seqs {
 						o := (b.row[i]*cols + b.start[i]) * V
 						alone := seqLogits(t, m, s)
-						if d := maxAbsDiff(all[o:o+len(s)*V], alone); d > 1e-5 {
+						if d := maxAbsDiff(all[o:o+len(s)*V], alone); d > logitTol(alone) {
 							t.Errorf("packed=%v: sequence %d differs from its own forward by %g", packed, i, d)
 						}
 					}
@@ -82,6 +82,10 @@ func TestLogProbsMatchFullLogits(t *testing.T) {
 			return err
 		}
 		ents, _ := b.Values(out.Entropy)
+		// In bf16 the chunked head rounds its logits differently from the full forward (other rows
+		// in each matmul); a log-prob moves by the difference of two rounded logits over the
+		// temperature: up to 0.047 (entropy: 0.0065) was seen, tolerances are about twice that.
+		lpTol, entTol := tol(1e-5, 0.1), tol(1e-5, 0.015)
 		rows, cols := b.Shape()
 		if s := out.LogProbs.Shape(); s[0] != int64(rows) || s[1] != int64(cols) {
 			t.Errorf("log-prob shape %v, want [%d %d]", s, rows, cols)
@@ -97,10 +101,10 @@ func TestLogProbsMatchFullLogits(t *testing.T) {
 				for _, l := range ref {
 					ent -= math.Exp(l) * l
 				}
-				if d := math.Abs(float64(lps[i][p]) - ref[s[p]]); d > 1e-5 {
+				if d := math.Abs(float64(lps[i][p]) - ref[s[p]]); d > lpTol {
 					t.Errorf("sequence %d token %d: log-prob %v, want %v", i, p, lps[i][p], ref[s[p]])
 				}
-				if d := math.Abs(float64(ents[i][p]) - ent); d > 1e-5 {
+				if d := math.Abs(float64(ents[i][p]) - ent); d > entTol {
 					t.Errorf("sequence %d token %d: entropy %v, want %v", i, p, ents[i][p], ent)
 				}
 			}
@@ -152,7 +156,11 @@ func gradsOf(t *testing.T, m *Model, b *Batch, o ForwardOptions) (map[string][]f
 
 // Layer-wise gradient checkpointing and head recomputation in chunks change how the backward pass
 // is scheduled, not what it computes: every parameter's gradient equals plain backprop's (the head
-// kept, as the default budget does for this small vocabulary; f32, 1e-5 relative).
+// kept, as the default budget does for this small vocabulary), to 1e-5 of the tensor's largest
+// gradient in f32. In bf16 the two schedules round at different points: 4% of the larger of that
+// and 1% of the model's largest gradient, because the k_proj biases' gradients are small (softmax
+// ignores the part of q·b that all keys share; only RoPE's rotation makes it vary) and mostly
+// rounding noise; up to 1.8% was seen on other tensors, 2.6% on those biases.
 func TestCheckpointedGradsMatchPlain(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
 		t.Run(arch, func(t *testing.T) {
@@ -174,15 +182,16 @@ func TestCheckpointedGradsMatchPlain(t *testing.T) {
 					if len(plain) != len(m.Parameters()) {
 						t.Errorf("%d gradients for %d parameters", len(plain), len(m.Parameters()))
 					}
+					global := 0.0
+					for _, g := range plain {
+						global = math.Max(global, maxAbs(g))
+					}
 					for name, g := range plain {
-						scale := 0.0
-						for _, v := range g {
-							scale = math.Max(scale, math.Abs(float64(v)))
-						}
+						scale := maxAbs(g)
 						if scale == 0 {
 							t.Errorf("packed=%v: %s has an all-zero gradient", packed, name)
 						}
-						if d := maxAbsDiff(g, ckpt[name]); d > 1e-5*scale {
+						if d := maxAbsDiff(g, ckpt[name]); d > tol(1e-5*scale, 0.04*math.Max(scale, 0.01*global)) {
 							t.Errorf("packed=%v: %s gradient differs by %g (scale %g)", packed, name, d, scale)
 						}
 					}
@@ -212,14 +221,18 @@ func TestTrainGradientMatchesFiniteDifference(t *testing.T) {
 		}
 		g, _ := gradsOf(t, m, b, ForwardOptions{Checkpoint: true})
 		name := "model.layers.1.mlp.down_proj.weight"
-		var w *torch.Tensor
-		for _, p := range m.Parameters() {
-			if p.Name == name {
-				w = p.Tensor
-			}
+		// In bf16 the finite difference is taken on a float32 twin of the same weights (f32Twin),
+		// and the bf16 gradient must be within 1% of the tensor's largest gradient of it (0.31% was
+		// seen).
+		ref := m
+		if lowPrecision() {
+			ref = f32Twin(t, m)
+			defer ref.Close()
 		}
+		w := param(t, ref, name)
+		gscale := maxAbs(g[name])
 		lossAt := func() float64 {
-			out, err := m.LogProbs(b, ForwardOptions{})
+			out, err := ref.LogProbs(b, ForwardOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,8 +257,8 @@ func TestTrainGradientMatchesFiniteDifference(t *testing.T) {
 			down := lossAt()
 			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig) })
 			fd := (up - down) / (2 * eps)
-			if got := float64(g[name][idx]); math.Abs(got-fd) > 2e-3*math.Max(1, math.Abs(fd)) {
-				t.Errorf("%s[%d]: gradient %v, finite difference %v", name, idx, got, fd)
+			if got := float64(g[name][idx]); math.Abs(got-fd) > tol(2e-3*math.Max(1, math.Abs(fd)), 0.01*gscale) {
+				t.Errorf("%s[%d]: gradient %v, finite difference %v (largest gradient %v)", name, idx, got, fd, gscale)
 			}
 		}
 		return nil
@@ -328,12 +341,7 @@ func TestHiddenGradient(t *testing.T) {
 		}
 		head := torch.FromSlice(wv, int64(rows), int64(cols), int64(m.Config.HiddenSize)).ToDevice(m.Device)
 		name := "model.layers.0.self_attn.v_proj.weight"
-		var w *torch.Tensor
-		for _, p := range m.Parameters() {
-			if p.Name == name {
-				w = p.Tensor
-			}
-		}
+		w := param(t, m, name)
 		grads := map[bool][]float32{}
 		for _, ck := range []bool{false, true} {
 			torch.ZeroGrad(m.ParameterTensors())
@@ -349,15 +357,23 @@ func TestHiddenGradient(t *testing.T) {
 		if d := maxAbsDiff(grads[false], grads[true]); d > 1e-5 {
 			t.Errorf("checkpointed hidden-state gradient differs by %g", d)
 		}
+		// As in TestTrainGradientMatchesFiniteDifference: in bf16 the finite difference is taken on
+		// a float32 twin, within 1% of the largest gradient (0.013% was seen).
+		ref := m
+		if lowPrecision() {
+			ref = f32Twin(t, m)
+			defer ref.Close()
+		}
+		gscale := maxAbs(grads[false])
 		value := func() float64 {
-			h, err := m.Hidden(b)
+			h, err := ref.Hidden(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return h.Mul(head).Sum(false).Float()
 		}
 		const eps = 1e-2
-		flat := w.Detach().View(-1)
+		flat := param(t, ref, name).Detach().View(-1)
 		for _, idx := range []int64{3, 200} {
 			orig := flat.Narrow(0, idx, 1).Float()
 			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig + eps) })
@@ -366,8 +382,8 @@ func TestHiddenGradient(t *testing.T) {
 			down := value()
 			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig) })
 			fd := (up - down) / (2 * eps)
-			if got := float64(grads[false][idx]); math.Abs(got-fd) > 2e-3*math.Max(1, math.Abs(fd)) {
-				t.Errorf("%s[%d]: gradient %v, finite difference %v", name, idx, got, fd)
+			if got := float64(grads[false][idx]); math.Abs(got-fd) > tol(2e-3*math.Max(1, math.Abs(fd)), 0.01*gscale) {
+				t.Errorf("%s[%d]: gradient %v, finite difference %v (largest gradient %v)", name, idx, got, fd, gscale)
 			}
 		}
 		return nil

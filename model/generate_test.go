@@ -25,7 +25,7 @@ func TestKVCacheDecodeMatchesFullForward(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if d := maxAbsDiff(logits.Float32s(), full[3*V:4*V]); d > 1e-5 {
+				if d := maxAbsDiff(logits.Float32s(), full[3*V:4*V]); d > logitTol(full[3*V:4*V]) {
 					t.Errorf("prefill logits differ from the full forward by %g", d)
 				}
 				for i := 4; i < len(seq); i++ {
@@ -33,7 +33,7 @@ func TestKVCacheDecodeMatchesFullForward(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if d := maxAbsDiff(logits.Float32s(), full[i*V:(i+1)*V]); d > 1e-5 {
+					if d := maxAbsDiff(logits.Float32s(), full[i*V:(i+1)*V]); d > logitTol(full[i*V:(i+1)*V]) {
 						t.Errorf("decode of token %d differs from the full forward by %g", i, d)
 					}
 				}
@@ -74,7 +74,8 @@ func TestExtendMixedSlotsAndFork(t *testing.T) {
 		}{{0, 0, 6}, {1, 2, 7}, {2, 1, 5}}
 		for _, ck := range checks {
 			full := seqLogits(t, m, seqs[ck.seq][:ck.upto])
-			if d := maxAbsDiff(got[ck.row*V:(ck.row+1)*V], full[(ck.upto-1)*V:ck.upto*V]); d > 1e-5 {
+			want := full[(ck.upto-1)*V : ck.upto*V]
+			if d := maxAbsDiff(got[ck.row*V:(ck.row+1)*V], want); d > logitTol(want) {
 				t.Errorf("row %d (sequence %d after %d tokens) differs by %g", ck.row, ck.seq, ck.upto, d)
 			}
 		}
@@ -92,7 +93,7 @@ func TestExtendMixedSlotsAndFork(t *testing.T) {
 		for i, tok := range next {
 			seq := append(append([]int32(nil), seqs[2]...), tok)
 			full := seqLogits(t, m, seq)
-			if d := maxAbsDiff(got[i*V:(i+1)*V], full[len(seqs[2])*V:]); d > 1e-5 {
+			if d := maxAbsDiff(got[i*V:(i+1)*V], full[len(seqs[2])*V:]); d > logitTol(full[len(seqs[2])*V:]) {
 				t.Errorf("forked continuation %d differs by %g", i, d)
 			}
 		}
@@ -103,7 +104,7 @@ func TestExtendMixedSlotsAndFork(t *testing.T) {
 			return err
 		}
 		full := seqLogits(t, m, seqs[1][:3])
-		if d := maxAbsDiff(logits.Float32s(), full[2*V:]); d > 1e-5 {
+		if d := maxAbsDiff(logits.Float32s(), full[2*V:]); d > logitTol(full[2*V:]) {
 			t.Errorf("reused slot differs by %g", d)
 		}
 		return nil
@@ -168,7 +169,8 @@ func TestTruncateAndForkRefusals(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if d := maxAbsDiff(logits.Float32s(), seqLogits(t, m, alt)[6*V:]); d > 1e-5 {
+		want := seqLogits(t, m, alt)[6*V:]
+		if d := maxAbsDiff(logits.Float32s(), want); d > logitTol(want) {
 			t.Errorf("after Truncate the logits differ by %g", d)
 		}
 		if err := c.Truncate(1, 99); err == nil {

@@ -18,6 +18,29 @@ var testDevice = func() string {
 	return "cpu"
 }()
 
+// testDType is what the model tests compute in: float32 by default; MTGRPO_TEST_DTYPE=bfloat16
+// runs the same tests in bfloat16 on the CPU, so that dtype bugs (a missing cast, a path that only
+// works in float32) show up without a GPU. Comparisons take their tolerance from tol.
+var testDType = func() string {
+	if d := os.Getenv("MTGRPO_TEST_DTYPE"); d != "" {
+		return d
+	}
+	return "float32"
+}()
+
+// lowPrecision reports whether the tests run in a 16-bit dtype.
+func lowPrecision() bool { return testDType != "float32" }
+
+// tol is the tolerance of a comparison: f32 when the tests run in float32, b16 in bfloat16 (or
+// float16). Each call site states both; bf16 keeps 8 significant bits (relative rounding 2⁻⁹ ≈
+// 0.002 per operation), so its tolerances are those of a few roundings through the layers.
+func tol(f32, b16 float64) float64 {
+	if lowPrecision() {
+		return b16
+	}
+	return f32
+}
+
 // onTorch runs fn on the torch thread; fn reports failures with t.Error/t.Errorf (never t.Fatal)
 // or returns an error, which fails the test.
 func onTorch(t *testing.T, fn func() error) {
@@ -59,7 +82,14 @@ func testConfig(t *testing.T, arch string, tied bool) *Config {
 // leaves them at 1 and 0, which would hide a bug in them). Call on the torch thread.
 func testModel(t *testing.T, arch string, tied bool, seed uint64) *Model {
 	t.Helper()
-	m, err := New(testConfig(t, arch, tied), nil, Options{Device: testDevice}, seed)
+	return testModelIn(t, testDType, arch, tied, seed)
+}
+
+// testModelIn is testModel in the given dtype, whatever MTGRPO_TEST_DTYPE says: for tests that
+// compare dtypes with each other.
+func testModelIn(t *testing.T, dtype, arch string, tied bool, seed uint64) *Model {
+	t.Helper()
+	m, err := New(testConfig(t, arch, tied), nil, Options{Device: testDevice, DType: dtype}, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +132,42 @@ func maxAbsDiff(a, b []float32) float64 {
 		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
 	}
 	return d
+}
+
+// logitTol is the tolerance between two computations of the same logits ref (a batch layout
+// against a sequence alone, the KV cache against a full forward): 1e-5 in float32; in bfloat16 5%
+// of the largest |logit|, as TestBF16MatchesF32 allows against float32. Each bf16 logit comes out
+// of two layers and the head with every activation rounded to 8 significant bits, and the two
+// computations round at different points (other BLAS blocking, other cache layout): up to 2.3% of
+// the largest |logit| was seen on the test models (2.0% between bf16 and float32).
+func logitTol(ref []float32) float64 { return tol(1e-5, 0.05*maxAbs(ref)) }
+
+// f32Twin is a float32 copy of m (the same, possibly bf16-rounded, weights): the reference that
+// finite differences are taken on when the tests run in bfloat16, where a perturbation of 1e-2 is
+// not representable exactly and the loss itself carries rounding errors far above the difference.
+func f32Twin(t *testing.T, m *Model) *Model {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.Export(dir, ExportOptions{DType: "float32"}); err != nil {
+		t.Fatal(err)
+	}
+	m32, err := Load(dir, Options{Device: testDevice, DType: "float32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m32
+}
+
+// param is m's parameter called name (HF name).
+func param(t *testing.T, m *Model, name string) *torch.Tensor {
+	t.Helper()
+	for _, p := range m.Parameters() {
+		if p.Name == name {
+			return p.Tensor
+		}
+	}
+	t.Fatalf("no parameter %s", name)
+	return nil
 }
 
 // seqLogits returns the full-forward logits of one sequence alone, [len, vocab] flattened.

@@ -39,12 +39,12 @@ func TestExportLoadRoundTrip(t *testing.T) {
 					d1, d2 := t.TempDir(), t.TempDir()
 					shard := int64(0)
 					if !tied {
-						shard = 40000 // several shards and an index
+						shard = 10000 * int64(m.DType.Size()) // several shards and an index
 					}
 					if err := m.Export(d1, ExportOptions{MaxShardBytes: shard}); err != nil {
 						return err
 					}
-					m1, err := Load(d1, Options{Device: testDevice})
+					m1, err := Load(d1, Options{Device: testDevice, DType: testDType})
 					if err != nil {
 						return err
 					}

@@ -28,7 +28,7 @@ func sftStep(t *testing.T, m *Model, opt *torch.AdamW, b *Batch) float64 {
 // bf16Pair is a float32 model whose weights are bf16 values and a bf16 model with the same weights.
 func bf16Pair(t *testing.T, seed uint64) (m32, m16 *Model) {
 	cfg := testConfig(t, "qwen2", false)
-	m32 = testModel(t, "qwen2", false, seed)
+	m32 = testModelIn(t, "float32", "qwen2", false, seed)
 	m16, err := New(cfg, nil, Options{Device: testDevice, DType: "bfloat16"}, seed)
 	if err != nil {
 		t.Fatal(err)

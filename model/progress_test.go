@@ -39,8 +39,9 @@ func TestLoadReportsProgress(t *testing.T) {
 			return err
 		}
 		defer m2.Close()
-		// Weights: the float32 parameters, 4 bytes each (the tied head is stored once).
-		want := 4 * m.NumParameters()
+		// Weights: the parameters in the model's dtype, 4 bytes each in float32 (the tied head is
+		// stored once).
+		want := int64(m.DType.Size()) * m.NumParameters()
 		if r.starts != 1 || r.dones != 1 || r.total != want || r.added != want || r.adds != len(m.weights()) {
 			t.Errorf("progress %+v, want one start and done, total = added = %d over %d adds", r, want, len(m.weights()))
 		}

@@ -68,25 +68,32 @@ func TestSharedPrefixMatchesPacked(t *testing.T) {
 				if got, want := shared.Tokens(), prefix+5+1+8; got != want {
 					t.Errorf("shared layout holds %d tokens, want %d", got, want)
 				}
+				// bf16: the shared layout rounds at other points than the packed one. Log-probs and
+				// entropies: the tolerances of TestLogProbsMatchFullLogits. Gradients: against a float32
+				// twin, the bf16 gradients of either layout are off by up to 6.6% (packed) and 9.9%
+				// (shared) of a tensor's largest gradient, the worst on small ones (the k_proj biases);
+				// from each other by up to 8.5%: 15% of the larger of that and 1% of the model's largest.
+				lpTol, entTol := tol(1e-5, 0.1), tol(1e-5, 0.015)
 				g0, lp0, ent0 := run(packed, false)
 				for _, ckpt := range []bool{false, true} {
 					g1, lp1, ent1 := run(shared, ckpt)
 					for i := range seqs {
 						for k := from[i]; k < len(seqs[i]); k++ {
-							if d := math.Abs(float64(lp0[i][k] - lp1[i][k])); d > 1e-5 {
+							if d := math.Abs(float64(lp0[i][k] - lp1[i][k])); d > lpTol {
 								t.Errorf("ckpt=%v seq %d token %d: log-prob %g shared vs %g packed", ckpt, i, k, lp1[i][k], lp0[i][k])
 							}
-							if d := math.Abs(float64(ent0[i][k] - ent1[i][k])); d > 1e-5 {
+							if d := math.Abs(float64(ent0[i][k] - ent1[i][k])); d > entTol {
 								t.Errorf("ckpt=%v seq %d token %d: entropy %g shared vs %g packed", ckpt, i, k, ent1[i][k], ent0[i][k])
 							}
 						}
 					}
+					global := 0.0
+					for _, g := range g0 {
+						global = math.Max(global, maxAbs(g))
+					}
 					for name, g := range g0 {
-						scale := 0.0
-						for _, v := range g {
-							scale = math.Max(scale, math.Abs(float64(v)))
-						}
-						if d := maxAbsDiff(g, g1[name]); d > 1e-5*math.Max(scale, 1e-3) {
+						scale := maxAbs(g)
+						if d := maxAbsDiff(g, g1[name]); d > tol(1e-5*math.Max(scale, 1e-3), 0.15*math.Max(scale, 0.01*global)) {
 							t.Errorf("ckpt=%v: %s gradient differs by %g (scale %g)", ckpt, name, d, scale)
 						}
 					}

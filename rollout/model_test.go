@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -25,7 +26,7 @@ func randomPrompts(seed uint64, vocab int, lens ...int) [][]int32 {
 }
 
 // Greedy generation through the engine equals the model's step-by-step greedy with a full forward
-// pass per token, for mixed-length prompts on fewer slots than prompts (so prefills join running
+// pass per token (checkGreedyPath: in bfloat16, up to near-ties), for mixed-length prompts on fewer slots than prompts (so prefills join running
 // decodes, slots are reused and running sequences move down into freed slots with their KV
 // cache); and the batched run equals each prompt generated alone.
 func TestEngineGreedyMatchesFullForward(t *testing.T) {
@@ -60,21 +61,29 @@ func greedyMatchesFullForward(t *testing.T, arch string) {
 			return err
 		}
 		for i, p := range prompts {
-			want := fullForwardGreedy(t, m, p, n-i)
-			if got := batched[i][0].Tokens; !slices.Equal(got, want) {
-				t.Errorf("prompt %d: engine %v, full forward %v", i, got, want)
+			bt := batched[i][0]
+			if len(bt.Tokens) != n-i {
+				t.Errorf("prompt %d: %d tokens, want %d", i, len(bt.Tokens), n-i)
 			}
+			checkGreedyPath(t, m, p, bt.Tokens, fmt.Sprintf("prompt %d batched", i))
 			alone, err := e.Generate([]*Request{{Prompt: p, Sampling: reqs[i].Sampling}})
 			if err != nil {
 				return err
 			}
 			a := alone[0][0]
-			if !slices.Equal(a.Tokens, batched[i][0].Tokens) {
-				t.Errorf("prompt %d: alone %v, batched %v", i, a.Tokens, batched[i][0].Tokens)
+			checkGreedyPath(t, m, p, a.Tokens, fmt.Sprintf("prompt %d alone", i))
+			// float32: alone and batched are the same tokens with the same log-probs. bfloat16: each
+			// is a greedy path (above), and they agree until a near-tie flips, with log-probs within
+			// bf16 rounding of the logits until then (0.2; up to 0.086 was seen).
+			if !lowPrecision() && !slices.Equal(a.Tokens, bt.Tokens) {
+				t.Errorf("prompt %d: alone %v, batched %v", i, a.Tokens, bt.Tokens)
 			}
 			for k := range a.Tokens {
-				if !near(float64(a.TemperedLogProbs[k]), float64(batched[i][0].TemperedLogProbs[k]), 1e-4) {
-					t.Errorf("prompt %d token %d: log-prob %g alone, %g batched", i, k, a.TemperedLogProbs[k], batched[i][0].TemperedLogProbs[k])
+				if a.Tokens[k] != bt.Tokens[k] {
+					break
+				}
+				if !near(float64(a.TemperedLogProbs[k]), float64(bt.TemperedLogProbs[k]), tol(1e-4, 0.2)) {
+					t.Errorf("prompt %d token %d: log-prob %g alone, %g batched", i, k, a.TemperedLogProbs[k], bt.TemperedLogProbs[k])
 				}
 			}
 		}
@@ -127,10 +136,15 @@ func TestEngineSampledLogProbsMatchTrainer(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// bfloat16: the sampler's logits (KV cache, decode rows) and the trainer's (full forward,
+		// chunked head) round differently; a tempered log-prob moves by up to twice a logit's
+		// rounding over the temperature: 0.3 (up to 0.13 was seen). This is the sampler-trainer
+		// mismatch that bf16 training sees.
+		lpTol := tol(1e-4, 0.3)
 		for i, r := range results {
 			P := r.PromptTokens
 			for k := range r.Tokens {
-				if !near(float64(vals[i][P+k]), float64(r.TemperedLogProbs[k]), 1e-4) {
+				if !near(float64(vals[i][P+k]), float64(r.TemperedLogProbs[k]), lpTol) {
 					t.Errorf("sequence %d token %d: trainer %g, sampler %g", i, k, vals[i][P+k], r.TemperedLogProbs[k])
 				}
 				if r.LogProbs[k] != r.TemperedLogProbs[k] && !near(float64(r.LogProbs[k]), float64(r.TemperedLogProbs[k]), 1e-5) {

@@ -19,8 +19,14 @@
 # Results in build/bench_rollout/; copy the figures into docs/bench/rollout.md.
 #
 #   HF_BATCH=256 PEAK_BW_GBS=3350 scripts/bench_rollout.sh
+#   MTGRPO_TORCH=debian scripts/bench_rollout.sh   Debian's CUDA libtorch for the shim
+#
+# Without a GPU it stops after steps 1-3 (and a start-up check of the test binary), with exit
+# status 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+GPU_SCRIPT=bench_rollout
+. scripts/lib/gpu.sh
 
 OUT=${OUT:-build/bench_rollout}
 TEST_BIN=build/rollout.test
@@ -29,16 +35,14 @@ OUT=$(cd "$OUT" && pwd)
 [ -x "$TEST_BIN" ] || { echo "bench_rollout: $TEST_BIN missing: run 'go test -c -o $TEST_BIN ./rollout' where Go is installed" >&2; exit 1; }
 [ -x bin/mtgrpo ] || { echo "bench_rollout: bin/mtgrpo missing: run 'make build' where Go is installed" >&2; exit 1; }
 
-export MTGRPO_TORCH=python
-eval "$(scripts/libtorch.sh)"
-[ "$TORCH_CUDA" = 1 ] || { echo "bench_rollout: python's torch has no CUDA" >&2; exit 1; }
-scripts/build_shim.sh >"$OUT/build.txt" 2>&1
-export LD_LIBRARY_PATH="$PWD/build:$TORCH_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+gpu_shim "$OUT/build.txt"
 
 [ -f "$OUT/model/config.json" ] || bin/mtgrpo init --arch qwen2 --preset qwen2.5-0.5b --seed 1 --out "$OUT/model"
 python3 scripts/bench_rollout.py prepare "$OUT"
 
 bin=$PWD/$TEST_BIN
+gpu_binary_starts "$bin" rollout "$OUT/start.txt"
+gpu_require_device "the engine benchmark (TestCUDANanoVLLMThroughput) and transformers' generate()"
 status=0
 (cd rollout && MTGRPO_TEST_DEVICE=cuda MTGRPO_ROLLOUT_BENCH_DIR="$OUT" "$bin" -test.v -test.count=1 \
   -test.run '^TestCUDANanoVLLMThroughput$' -test.timeout 30m) >"$OUT/go.txt" 2>&1 || status=$?

@@ -13,7 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-eval "$(scripts/libtorch.sh)"
+torch_env=$(scripts/libtorch.sh --require) || exit 1
+eval "$torch_env"
 CXX=${CXX:-g++}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 SRC=torch/csrc
@@ -32,7 +33,8 @@ libs="-ltorch -ltorch_cpu -lc10"
 # headers in their include directory.
 gloo=
 if [ "$TORCH_SOURCE" = debian ]; then
-  for d in /usr/lib/x86_64-linux-gnu /usr/lib; do
+  # bookworm puts libgloo.so in /usr/lib, trixie beside libtorch (the multiarch directory).
+  for d in "$TORCH_LIBDIR" /usr/lib; do
     if [ -e "$d/libgloo.so" ] && [ -e /usr/include/gloo/config.h ]; then gloo=1; libs="$libs -L$d -lgloo"; break; fi
   done
 else

@@ -14,8 +14,14 @@
 #
 #   DEVICE=cuda:1 scripts/gpu_check.sh     another GPU
 #   BENCHTIME=5s scripts/gpu_check.sh      longer benchmark runs (default 3s)
+#   MTGRPO_TORCH=debian scripts/gpu_check.sh   Debian's CUDA libtorch instead of python's torch
+#
+# Without a GPU it stops after steps 1 and 2's start-up check, with exit status 3 (make
+# check-cuda-build runs it that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+GPU_SCRIPT=gpu_check
+. scripts/lib/gpu.sh
 
 DEVICE=${DEVICE:-cuda}
 BENCHTIME=${BENCHTIME:-3s}
@@ -34,30 +40,25 @@ say() { printf 'gpu_check: %s\n' "$*" | tee -a "$OUT/summary.txt"; }
 
 [ -x "$TEST_BIN" ] || { echo "gpu_check: $TEST_BIN missing: run 'go test -c -o $TEST_BIN ./torch' where Go is installed" >&2; exit 1; }
 
-# --- 1. the shim against python's torch --------------------------------------------------------
-export MTGRPO_TORCH=python
-eval "$(scripts/libtorch.sh)"
-[ "$TORCH_CUDA" = 1 ] || { say "python's torch at $TORCH_LIBDIR has no libtorch_cuda.so"; exit 1; }
-scripts/build_shim.sh 2>&1 | tee "$OUT/build.txt"
+# --- 1. the shim against the CUDA libtorch (python's torch unless told otherwise) ---------------
+gpu_shim "$OUT/build.txt"
+cat "$OUT/build.txt"
 # build_shim.sh and dist.cpp say when the gloo headers or nccl.h were not found (then
 # TestDistributedGloo or the NCCL test fail, saying the shim was built without that backend).
 grep -E -o '#warning "[^"]*"|build_shim: no .*' "$OUT/build.txt" | sort -u | while read -r l; do say "build: $l"; done || true
-if readelf -d build/libmtgrpo_torch.so | grep -q 'libtorch_cuda.so'; then
-  say "shim links libtorch_cuda.so: yes"
-else
-  say "shim links libtorch_cuda.so: NO (CUDA would silently be unavailable)"; exit 1
-fi
-export LD_LIBRARY_PATH="$PWD/build:$TORCH_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-say "python torch: $(python3 -c 'import sys,torch;print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(int(sys.argv[1])))' "$DEVICE_INDEX" 2>&1 | tail -1)"
+say "shim links libtorch_cuda.so: yes ($TORCH_SOURCE libtorch, $TORCH_LIBDIR)"
 
 # --- 2 and 3. version, CUDA availability, the test suite on the GPU ---------------------------
-# The test binary runs in the package directory, as `go test` would.
+# The test binary runs in the package directory, as `go test` would. It was built elsewhere: a
+# glibc older than the build machine's (it needs 2.34) or a library the loader cannot find stops
+# it before any test runs; gpu_binary_starts says so plainly.
 bin=$PWD/$TEST_BIN
-# The binary was built elsewhere: a glibc older than the build machine's (it needs 2.34) or a
-# library the loader cannot find stops it before any test runs. Say so plainly.
-if ! (cd torch && "$bin" -test.list '^TestVersion$' >"$OUT/start.txt" 2>&1); then
-  say "the test binary does not start here: $(head -3 "$OUT/start.txt" | tr '\n' ' ')"
-  exit 1
+gpu_binary_starts "$bin" torch "$OUT/start.txt"
+(cd torch && "$bin" -test.v -test.run '^TestVersion$') 2>&1 | grep -m1 'libtorch .*CUDA available' |
+  sed 's/^ *[a-z_]*\.go:[0-9]*: //' | while read -r l; do say "binding (before any device is used): $l"; done || true
+gpu_require_device "the torch tests on $DEVICE"
+if [ "$TORCH_SOURCE" = python ]; then
+  say "python torch: $(python3 -c 'import sys,torch;print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(int(sys.argv[1])))' "$DEVICE_INDEX" 2>&1 | tail -1)"
 fi
 status=0
 (cd torch && MTGRPO_TEST_DEVICE=$DEVICE "$bin" -test.v -test.count=1 -test.timeout 20m) >"$OUT/tests.txt" 2>&1 || status=$?

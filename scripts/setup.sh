@@ -6,27 +6,50 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'setup: %s\n' "$*"; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
+die() { say "$*" >&2; exit 1; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null; then
+    sudo "$@"
+  else
+    die "installing ${need[*]} needs root: run 'sudo scripts/setup.sh' (or install them and rerun)"
+  fi
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+command -v go >/dev/null || die "Go is required (https://go.dev/dl, 1.26 or newer) and is not on PATH"
+command -v apt-get >/dev/null || die "this script installs Debian packages with apt-get; elsewhere install" \
+  "the equivalents of libtorch-dev, libgloo-dev, g++, npm and python3 yourself, then set LIBTORCH"
 
 # --- system packages -------------------------------------------------------------------------
 need=()
-eval "$(scripts/libtorch.sh)"
+torch_env=$(scripts/libtorch.sh) || exit 1
+eval "$torch_env"
 if [ "$TORCH_SOURCE" = debian ]; then
-  dpkg -s libtorch-dev >/dev/null 2>&1 || need+=(libtorch-dev)
-  dpkg -s libgloo-dev >/dev/null 2>&1 || need+=(libgloo-dev)
+  # Debian's CPU libtorch, unless its CUDA build (contrib's libtorch-cuda-dev, which conflicts
+  # with it) is the one installed.
+  installed libtorch-dev || installed libtorch-cuda-dev || need+=(libtorch-dev)
+  installed libgloo-dev || installed libgloo-cuda-dev || need+=(libgloo-dev)
   # Without OpenBLAS, Debian's libtorch uses the reference BLAS: a train step is ~3x slower.
-  dpkg -s libopenblas0-pthread >/dev/null 2>&1 || need+=(libopenblas0-pthread)
+  installed libopenblas0-pthread || need+=(libopenblas0-pthread)
 fi
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v npm >/dev/null || need+=(npm)
 command -v python3 >/dev/null || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
-  say "apt-get install ${need[*]}"
+  # dpkg's progress goes to a log (hundreds of lines); its end is shown if something fails.
+  mkdir -p build
+  log=build/setup-apt.log
+  say "apt-get install ${need[*]} (log: $log)"
   as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${need[@]}"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 \
+    --no-install-recommends "${need[@]}" >"$log" 2>&1; then
+    tail -30 "$log" >&2
+    die "apt-get install ${need[*]} failed (the end of $log is above)"
+  fi
 fi
-command -v go >/dev/null || { say "Go is required (https://go.dev/dl, 1.26 or newer)"; exit 1; }
 
 # --- Go modules --------------------------------------------------------------------------------
 go mod download

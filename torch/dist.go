@@ -9,6 +9,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -25,6 +26,33 @@ const DefaultDistTimeout = 30 * time.Minute
 
 // DefaultBucketBytes is the gradient bucket size of NewGradBuckets when none is given (DDP's 25 MB).
 const DefaultBucketBytes = 25 << 20
+
+// DistBackend names a c10d process-group backend.
+type DistBackend string
+
+// The backends a shim may be compiled with: Gloo when its libtorch ships the gloo headers
+// (Debian's with libgloo-dev), NCCL in CUDA builds that found nccl.h.
+const (
+	Gloo DistBackend = "gloo" // CPU tensors
+	NCCL DistBackend = "nccl" // CUDA tensors
+)
+
+// DistBackends lists the backends the loaded shim was compiled with (Gloo first). It is a fact of
+// the build, not of the machine: a CUDA build has NCCL whether or not a GPU is present.
+func DistBackends() []DistBackend {
+	mask := C.mt_dist_backends()
+	var bs []DistBackend
+	if mask&C.MT_DIST_HAVE_GLOO != 0 {
+		bs = append(bs, Gloo)
+	}
+	if mask&C.MT_DIST_HAVE_NCCL != 0 {
+		bs = append(bs, NCCL)
+	}
+	return bs
+}
+
+// DistBackendBuilt reports whether the loaded shim was compiled with backend b.
+func DistBackendBuilt(b DistBackend) bool { return slices.Contains(DistBackends(), b) }
 
 // DistConfig says how a process joins its group.
 type DistConfig struct {
@@ -99,7 +127,7 @@ func envInt(name string, required bool, lo, hi int) (int, error) {
 type ProcessGroup struct {
 	h       C.mt_pg
 	cfg     DistConfig
-	backend string
+	backend DistBackend
 }
 
 // NewProcessGroupFromEnv joins the group described by the environment (DistConfigFromEnv) with
@@ -132,7 +160,7 @@ func NewProcessGroup(cfg DistConfig) (*ProcessGroup, error) {
 		if err := checkErr("NewProcessGroup", C.mt_dist_backend(pg.h, &buf[0], C.size_t(len(buf)))); err != nil {
 			return err
 		}
-		pg.backend = C.GoString(&buf[0])
+		pg.backend = DistBackend(C.GoString(&buf[0]))
 		return nil
 	})
 	if err != nil {
@@ -153,8 +181,8 @@ func (pg *ProcessGroup) LocalRank() int { return pg.cfg.LocalRank }
 // Device is where the collectives run.
 func (pg *ProcessGroup) Device() Device { return pg.cfg.Device }
 
-// Backend is "gloo" or "nccl".
-func (pg *ProcessGroup) Backend() string { return pg.backend }
+// Backend is Gloo or NCCL.
+func (pg *ProcessGroup) Backend() DistBackend { return pg.backend }
 
 func (pg *ProcessGroup) handle(op string) C.mt_pg {
 	if pg == nil || pg.h == nil {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +17,25 @@ import (
 // once per rank with this variable set, and TestDistWorker then runs that rank's side.
 const distWorkerEnv = "MTGRPO_DIST_TEST_WORKER"
 
+// requireGloo skips a test that needs Gloo process groups when the shim was built without them
+// (PyTorch wheels may ship no gloo headers: scripts/build_shim.sh says so). Under CI=true that is
+// a failure: CI's libtorch (Debian's, with libgloo-dev) always has them.
+func requireGloo(t *testing.T) {
+	t.Helper()
+	if DistBackendBuilt(Gloo) {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("this shim was built without Gloo: scripts/build_shim.sh found no gloo headers (libgloo-dev)")
+	}
+	t.Skip("this shim was built without Gloo (no gloo headers in this libtorch)")
+}
+
 func TestDistributedGloo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	requireGloo(t)
 	runWorkers(t, "full", "MASTER_PORT="+strconv.Itoa(freePort(t)), "TORCHELASTIC_USE_AGENT_STORE=")
 }
 
@@ -29,6 +45,7 @@ func TestDistributedAgentStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	requireGloo(t)
 	port := freePort(t)
 	srv, err := ServeStore(port, 20*time.Second)
 	if err != nil {
@@ -75,11 +92,6 @@ func runWorkers(t testing.TB, mode string, env ...string) []string {
 	for r, cmd := range cmds {
 		err := cmd.Wait()
 		res[r] = outs[r].String()
-		// PyTorch wheels may ship no gloo headers (scripts/build_shim.sh says so): on a CUDA host
-		// that is the wheel's doing, on the CPU (Debian's libtorch has them) a failure.
-		if err != nil && testDevice.IsCUDA() && strings.Contains(res[r], "built without Gloo") {
-			t.Skip("this shim was built without Gloo (no gloo headers in this libtorch)")
-		}
 		if err != nil || !strings.Contains(res[r], fmt.Sprintf("dist worker rank %d ok", r)) {
 			t.Errorf("rank %d: %v\n%s", r, err, res[r])
 		}
@@ -114,7 +126,7 @@ func TestDistWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := float64(pg.Rank())
-	if pg.Size() != 2 || pg.Backend() != "gloo" {
+	if pg.Size() != 2 || pg.Backend() != Gloo {
 		t.Fatalf("size %d backend %q", pg.Size(), pg.Backend())
 	}
 	if want := mode == "agent"; cfg.AgentStore != want || (want && cfg.RestartCount != 3) {
@@ -260,15 +272,7 @@ func TestProcessGroupBadConfig(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", c.cfg, err, c.errHas)
 		}
 	}
-	// A CUDA group on a shim without NCCL: the rendezvous (one rank serving itself) works, then
-	// the backend is refused by name.
-	if !testDevice.IsCUDA() {
-		_, err := NewProcessGroup(DistConfig{Rank: 0, WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: freePort(t),
-			Device: CUDA(0), Timeout: 5 * time.Second})
-		if err == nil || !strings.Contains(err.Error(), "without NCCL") {
-			t.Errorf("CUDA group on a CPU build: %v", err)
-		}
-	}
+	t.Run("cuda", testCUDAGroupByBuild)
 	// A client (agent store) with nobody serving: the rendezvous fails within the timeout and the
 	// error says where it tried.
 	start := time.Now()
@@ -279,6 +283,59 @@ func TestProcessGroupBadConfig(t *testing.T) {
 	}
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("rendezvous failure took %v with a 2 s timeout", d)
+	}
+}
+
+// testCUDAGroupByBuild asks for a one-rank group on cuda:0 (the rendezvous, one rank serving
+// itself, works everywhere) and expects what the shim was built with decides, not whether this
+// machine has a GPU: without NCCL the backend is refused by name; with NCCL but no device the
+// device is refused by name; with NCCL and a device the group works.
+func testCUDAGroupByBuild(t *testing.T) {
+	info, err := Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := NewProcessGroup(DistConfig{Rank: 0, WorldSize: 1, MasterAddr: "127.0.0.1", MasterPort: freePort(t),
+		Device: CUDA(0), Timeout: 30 * time.Second})
+	switch {
+	case !DistBackendBuilt(NCCL):
+		if err == nil || !strings.Contains(err.Error(), "built without NCCL") {
+			t.Errorf("shim without NCCL (%v): error %v, want \"built without NCCL\"", info, err)
+		}
+	case info.CUDADevices == 0:
+		if err == nil || !strings.Contains(err.Error(), "cuda:0, which does not exist (0 CUDA devices)") {
+			t.Errorf("shim with NCCL, no CUDA device (%v): error %v, want the device refused by name", info, err)
+		}
+	default:
+		if err != nil {
+			t.Errorf("shim with NCCL on %d CUDA devices: %v", info.CUDADevices, err)
+		} else if pg.Backend() != NCCL {
+			t.Errorf("backend %q, want nccl", pg.Backend())
+		}
+	}
+	if pg != nil {
+		if err := pg.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestDistBackendsMatchBuild checks the shim's backend report against the libtorch it was built
+// with: a CUDA build that links NCCL has NCCL, a CPU build never does; and the backends are what
+// Version reports.
+func TestDistBackendsMatchBuild(t *testing.T) {
+	info, err := Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(info.DistBackends, DistBackends()) {
+		t.Errorf("Version reports %v, DistBackends %v", info.DistBackends, DistBackends())
+	}
+	if !info.CUDABuilt && DistBackendBuilt(NCCL) {
+		t.Errorf("a CPU-only shim (%v) reports NCCL", info)
+	}
+	if !strings.Contains(info.String(), "process groups") {
+		t.Errorf("version string %q does not say which process groups it has", info)
 	}
 }
 
@@ -296,7 +353,7 @@ func TestDistributedNCCLOneRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Close()
-	if pg.Backend() != "nccl" {
+	if pg.Backend() != NCCL {
 		t.Errorf("backend %q, want nccl", pg.Backend())
 	}
 	onTorch(t, func() {

@@ -5,7 +5,10 @@ package torch
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ShimABI is the version of csrc/shim.h this package was compiled with; the loaded shim library
 // must report the same (checked when the torch thread starts).
@@ -17,7 +20,8 @@ type BuildInfo struct {
 	CUDABuilt     bool   // the shim was built against a CUDA libtorch
 	CUDAAvailable bool   // CUDA works (a driver and at least one device)
 	CUDADevices   int
-	ABI           int // the shim ABI version (equal to the one this package was built for)
+	ABI           int           // the shim ABI version (equal to the one this package was built for)
+	DistBackends  []DistBackend // process-group backends compiled into the shim
 }
 
 // Version reports libtorch's version and whether CUDA works. It starts the torch thread if needed
@@ -31,7 +35,7 @@ func Version() (BuildInfo, error) {
 			return err
 		}
 		info = BuildInfo{Torch: C.GoString(&buf[0]), CUDABuilt: built != 0, CUDAAvailable: avail != 0,
-			CUDADevices: int(n), ABI: int(C.mt_abi_version())}
+			CUDADevices: int(n), ABI: int(C.mt_abi_version()), DistBackends: DistBackends()}
 		return nil
 	})
 	return info, err
@@ -40,6 +44,15 @@ func Version() (BuildInfo, error) {
 func (b BuildInfo) String() string {
 	s := fmt.Sprintf("libtorch %s, shim ABI %d, CUDA available: %v (%d devices)", b.Torch, b.ABI,
 		b.CUDAAvailable, b.CUDADevices)
+	if len(b.DistBackends) == 0 {
+		s += ", no process groups"
+	} else {
+		names := make([]string, len(b.DistBackends))
+		for i, d := range b.DistBackends {
+			names[i] = string(d)
+		}
+		s += ", process groups: " + strings.Join(names, ", ")
+	}
 	switch {
 	case b.CUDABuilt && !b.CUDAAvailable:
 		s += "; the shim was built for CUDA but no device works (driver? CUDA_VISIBLE_DEVICES?)"

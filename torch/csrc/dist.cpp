@@ -63,6 +63,23 @@ mt_pg_s& P(mt_pg h) {
   return *h;
 }
 
+// A TCPStore with options o. Since 2.4 the options ask for the libuv server by default, and a
+// libtorch built without libuv (Debian's 2.6) refuses that; the classic server speaks the same
+// protocol, so fall back to it (as torch.distributed does when told USE_LIBUV=0).
+c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, c10d::TCPStoreOptions o) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+  if (o.useLibUV) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(host, o);
+    } catch (const c10::Error& e) {
+      if (std::string(e.what_without_backtrace()).find("without libuv") == std::string::npos) throw;
+    }
+    o.useLibUV = false;
+  }
+#endif
+  return c10::make_intrusive<c10d::TCPStore>(host, o);
+}
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
@@ -75,7 +92,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const std::string& addr, int port, in
   o.numWorkers = static_cast<std::size_t>(world);
   o.waitWorkers = !agent;
   o.timeout = timeout;
-  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(addr, o);
+  c10::intrusive_ptr<c10d::Store> store = tcp_store(addr, o);
   if (agent) {
     store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(restart_count), store);
   }
@@ -111,6 +128,11 @@ c10::intrusive_ptr<PGBase> new_gloo(const c10::intrusive_ptr<c10d::Store>& store
 c10::intrusive_ptr<PGBase> new_nccl(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world, int device,
                                     std::chrono::milliseconds timeout) {
   // NCCL binds communicators to the current device: set it before anything creates one.
+  int n = static_cast<int>(c10::cuda::device_count());
+  if (device >= n) {
+    throw std::invalid_argument("NCCL process group on cuda:" + std::to_string(device) + ", which does not exist (" +
+                                std::to_string(n) + " CUDA devices)");
+  }
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
   auto opts = c10d::ProcessGroupNCCL::Options::create();
   opts->timeout = timeout;
@@ -173,6 +195,17 @@ c10d::ReduceOp::RedOpType reduce_op(int op) {
 
 extern "C" {
 
+int mt_dist_backends(void) {
+  int b = 0;
+#ifdef MT_HAVE_GLOO
+  b |= MT_DIST_HAVE_GLOO;
+#endif
+#ifdef MT_HAVE_NCCL
+  b |= MT_DIST_HAVE_NCCL;
+#endif
+  return b;
+}
+
 mt_err mt_dist_new(const char* addr, int port, int rank, int world, int agent_store, int restart_count, int device,
                    int64_t timeout_ms, mt_pg* out) {
   MT_BEGIN
@@ -224,7 +257,7 @@ mt_err mt_dist_store_serve(int port, int64_t timeout_ms, mt_store* out) {
   o.waitWorkers = false;  // the ranks connect later, as clients
   o.timeout = std::chrono::milliseconds(timeout_ms);
   auto s = std::make_unique<mt_store_s>();
-  s->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
+  s->store = tcp_store("127.0.0.1", o);
   *out = s.release();
   MT_END
 }

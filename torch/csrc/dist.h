@@ -23,6 +23,11 @@ enum { MT_DIST_SUM = 0, MT_DIST_AVG = 1, MT_DIST_MAX = 2, MT_DIST_MIN = 3 };
 
 typedef struct mt_store_s* mt_store;
 
+/* The process-group backends this shim was compiled with (a mask of the flags below). A build
+ * fact, like mt_abi_version: callable from any thread. */
+enum { MT_DIST_HAVE_GLOO = 1, MT_DIST_HAVE_NCCL = 2 };
+MT_API int mt_dist_backends(void);
+
 /* Serves a TCPStore on port (all interfaces) without joining any group, the way a torchrun agent
  * does: ranks then join with agent_store != 0. For launchers, and for tests of that path. */
 MT_API mt_err mt_dist_store_serve(int port, int64_t timeout_ms, mt_store* out);

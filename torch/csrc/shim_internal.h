@@ -13,6 +13,8 @@
 #pragma once
 
 #include <ATen/ATen.h>
+// Grad mode (NoGradGuard, AutoGradMode): ATen/ATen.h brought it in by accident up to 1.13, not in 2.x.
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Optional.h>
 
 #include <string>
