@@ -17,6 +17,11 @@ $(STAMP): scripts/setup.sh scripts/libtorch.sh scripts/npm/package.json
 setup:
 	scripts/setup.sh
 	@mkdir -p build && touch $(STAMP)
+# The tests also need Debian's chromium (the report page is opened headless).
+TEST_STAMP := build/.setup-tests-done
+$(TEST_STAMP): $(STAMP)
+	scripts/setup.sh --tests
+	@touch $@
 
 # shim: the C++ library over libtorch (torch/csrc), built with g++, not by cgo.
 $(SHIM): $(STAMP) $(wildcard torch/csrc/*.cpp torch/csrc/*.h) scripts/build_shim.sh scripts/libtorch.sh
@@ -31,7 +36,7 @@ build: $(SHIM)
 # on the CPU, so dtype bugs show up without a GPU (tolerances are stated beside each comparison).
 BF16_PKGS := ./model ./rollout ./grpo
 
-test: $(SHIM) test-scripts
+test: $(SHIM) $(TEST_STAMP) test-scripts
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 60m ./...
 	MTGRPO_TEST_DTYPE=bfloat16 $(GO) test -count=1 -timeout 30m $(BF16_PKGS)

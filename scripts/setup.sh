@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything mtgrpo needs on a fresh Debian machine: libtorch (unless another one is
 # configured, see scripts/libtorch.sh), OpenBLAS, the Go modules, and the npm assets in third_party/.
-# Safe to run again: each step checks before it installs.
+# `scripts/setup.sh --tests` also installs what only the tests use: Debian's chromium, in which the
+# report page is opened headless. Safe to run again: each step checks before it installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+for_tests=false
+case "${1:-}" in
+  --tests) for_tests=true ;;
+  "") ;;
+  *) printf 'setup: unknown argument %q (want nothing or --tests)\n' "$1" >&2; exit 2 ;;
+esac
 
 say() { printf 'setup: %s\n' "$*"; }
 die() { say "$*" >&2; exit 1; }
@@ -38,6 +46,9 @@ command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
 command -v npm >/dev/null || need+=(npm)
 command -v python3 >/dev/null || need+=(python3)
+if $for_tests && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   # dpkg's progress goes to a log (hundreds of lines); its end is shown if something fails.
   mkdir -p build
