@@ -59,7 +59,7 @@ func TestLoadReportsProgress(t *testing.T) {
 // (in the saved dtype: 2 per parameter for bfloat16), one Add per tensor summing to it, one Done.
 func TestExportReportsProgress(t *testing.T) {
 	onTorch(t, func() error {
-		m := testModel(t, "qwen3", true, 6)
+		m := testModelIn(t, "float32", "qwen3", true, 6) // sizes below are per float32 weight
 		defer m.Close()
 		for _, c := range []struct {
 			dtype string
