@@ -116,7 +116,8 @@ func TestBF16TrainingTracksF32(t *testing.T) {
 		m32, m16 := bf16Pair(t, 43)
 		defer m32.Close()
 		defer m16.Close()
-		_, mc := bf16Pair(t, 43)
+		mc32, mc := bf16Pair(t, 43)
+		mc32.Close() // only the control's bf16 side is used
 		defer mc.Close()
 		cfg := torch.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
 		var opts []*torch.AdamW
