@@ -114,6 +114,11 @@ func GenerateMult(n int, seed int64) []data.Row {
 
 // toolSystemPrompt tells the model how to finish; the chat template lists the tools and the call
 // format itself.
-func toolSystemPrompt(tool, finish string) string {
-	return strings.TrimSpace(fmt.Sprintf(`You solve problems step by step. You can call the %s tool; its result comes back in the next message. Call it as often as you need, one step at a time. When you know the answer, reply without a tool call and %s`, tool, finish))
+// tools names one tool ("calculator") or several ("add and echo").
+func toolSystemPrompt(tools, finish string) string {
+	call, it := "the "+tools+" tool; its result comes back", "it"
+	if strings.Contains(tools, " and ") {
+		call, it = "the "+tools+" tools; their results come back", "them"
+	}
+	return strings.TrimSpace(fmt.Sprintf(`You solve problems step by step. You can call %s in the next message. Call %s as often as you need, one step at a time. When you know the answer, reply without a tool call and %s`, call, it, finish))
 }

@@ -81,6 +81,9 @@ func Open(ctx context.Context, name string, cfg env.Config, ext Config) (*env.En
 	var e *env.Environment
 	var err error
 	if name == OpenEnvName {
+		if err := openenv.Probe(ctx, *ext.OpenEnv); err != nil {
+			return nil, cs, err
+		}
 		e, err = openenv.Open(*ext.OpenEnv)
 	} else {
 		if ext.MCP != nil {

@@ -2,6 +2,8 @@ package external
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -35,10 +37,19 @@ func TestValidate(t *testing.T) {
 
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
-	// An OpenEnv environment: nothing is contacted before a reset.
-	e, c, err := Open(ctx, "openenv", env.Config{}, Config{OpenEnv: &openenv.Config{URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, MaxSessions: 3}})
+	// An OpenEnv environment: its servers are probed (any HTTP answer will do), sessions are
+	// opened only by resets.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	e, c, err := Open(ctx, "openenv", env.Config{}, Config{OpenEnv: &openenv.Config{URLs: []string{srv.URL, srv.URL + "/"}, MaxSessions: 3}})
 	if err != nil || e.MaxConcurrent != 6 || !e.MultiTurn {
 		t.Fatalf("openenv: %+v, %v", e, err)
+	}
+	c.Close()
+	// A server that does not answer stops the run at start, named.
+	_, c, err = Open(ctx, "openenv", env.Config{}, Config{OpenEnv: &openenv.Config{URLs: []string{srv.URL, "http://127.0.0.1:1"}}})
+	if err == nil || !strings.Contains(err.Error(), "openenv.urls[1] http://127.0.0.1:1: cannot reach the server") {
+		t.Errorf("unreachable openenv server: %v", err)
 	}
 	c.Close()
 	// A built-in environment scored by a reward script.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -345,4 +346,27 @@ func (e *Env) Rubric() *env.Rubric {
 			return t.Turns[i].Result.Info.Reward
 		}}},
 	}
+}
+
+// Probe checks that every server of cfg answers HTTP at all (GET /health; any status will do,
+// since servers differ in what they serve there), each within cfg's request timeout, so that a
+// wrong or dead URL stops a run at start with an error naming it rather than failing every
+// episode later.
+func Probe(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	for i, u := range cfg.URLs {
+		rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, strings.TrimSuffix(u, "/")+"/health", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = httpClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("openenv.urls[%d] %s: cannot reach the server: %w", i, u, err)
+		}
+	}
+	return nil
 }

@@ -138,6 +138,10 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, key string) error {
 		d.c.setOrigin(key, d.where(n))
 		return nil
 	case v.Kind() == reflect.Struct && v.Type() != reflect.TypeOf(time.Time{}):
+		if key == "env" && n.Kind == yaml.ScalarNode {
+			// `env: NAME` is short for `env: {name: NAME}`, as the protocol pages write it.
+			return d.value(n, v.FieldByName("Name"), "env.name")
+		}
 		if n.Kind != yaml.MappingNode {
 			return d.fail(n, key, "want a mapping of %s, got %s", strings.Join(tagsOf(v.Type()), ", "), kindName(n))
 		}

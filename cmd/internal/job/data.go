@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 
@@ -92,7 +93,17 @@ func heldOut(val, train []env.Task) []env.Task {
 	return out
 }
 
+// promptKey identifies a task by its prompt or, when it has none (the environment makes the
+// episode from extra_info, e.g. an OpenEnv server's reset seed), by extra_info's seed, else by all
+// of extra_info.
 func promptKey(t env.Task) string {
+	if len(t.Prompt) == 0 {
+		if s, ok := t.Extra["seed"]; ok {
+			return fmt.Sprintf("seed\x00%v", s)
+		}
+		b, _ := json.Marshal(t.Extra) // map keys are sorted: equal maps give equal keys
+		return "extra\x00" + string(b)
+	}
 	s := ""
 	for _, m := range t.Prompt {
 		s += m.Role + "\x00" + m.Content + "\x00"
