@@ -273,7 +273,9 @@ type SFTConfig struct {
 	// Steps of SFT (0: none). Each is one optimizer step on Batch demonstrations.
 	Steps int     `yaml:"steps"`
 	LR    float64 `yaml:"lr"`
-	Batch int     `yaml:"batch"`
+	// Warmup is the number of steps over which the learning rate rises linearly to LR.
+	Warmup int `yaml:"warmup"`
+	Batch  int `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
 	Tasks int `yaml:"tasks"`
 }

@@ -103,7 +103,7 @@ func (c *Config) SFTTrainer() (grpo.Config, error) {
 	if err != nil {
 		return g, err
 	}
-	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.TotalSteps = c.SFT.LR, 0, grpo.Constant, 0
+	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.TotalSteps = c.SFT.LR, c.SFT.Warmup, grpo.Constant, 0
 	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
 	g.Advantage.Estimator = grpo.EstGRPO
 	return g, nil
