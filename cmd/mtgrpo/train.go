@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,6 +28,8 @@ var trainCommand = command{
 		"mtgrpo train --resume --run-dir runs/x             # continue from the newest checkpoint",
 		"mtgrpo train --resume=runs/x/checkpoints/step-00000040 train.steps=80",
 		"mtgrpo train --config configs/ppo_multi_turn.yaml --model models/qwen --print-config",
+		"mtgrpo train --nproc 2 --config configs/multiturn_grpo_trainer.yaml   # 2 data-parallel processes",
+		"torchrun --no-python --nproc-per-node 8 mtgrpo train --device cuda --config ...",
 	},
 }
 
@@ -37,9 +40,16 @@ func train(args []string) error {
 	resume := fs.String("resume", "", "continue the run in --run-dir from its newest checkpoint (--resume), or from the\ncheckpoint directory given (--resume=PATH); without a checkpoint the run starts over")
 	fs.Lookup("resume").NoOptDefVal = "latest"
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
+	nproc := fs.Int("nproc", 1, "data-parallel processes on this host (as torchrun --nproc-per-node N does; docs/distributed.md)")
 	threadSpec := threadsFlag(fs)
 	if err := trainCommand.parse(fs, args); err != nil {
 		return err
+	}
+	if err := atLeast("train", intFlag{"nproc", *nproc, 1}); err != nil {
+		return err
+	}
+	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
+		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
 	}
 	src, err := rf.sources("train")
 	if err != nil {
@@ -114,10 +124,30 @@ func runTraining(o job.Options, threadSpec string) error {
 		case <-done:
 		}
 	}()
-	bars := progress.New(os.Stderr)
-	defer bars.Wait()
-	o.Console, o.Bars, o.Out, o.Stop = os.Stderr, bars, os.Stdout, stop
-	err := withTorch(threadSpec, func() error { return job.Train(ctx, o) })
+	l, err := launched(o.Config)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	o.Console, o.Out, o.Stop = os.Stderr, os.Stdout, stop
+	if l.Main() {
+		bars := progress.New(os.Stderr)
+		defer bars.Wait()
+		o.Bars = bars
+	} else {
+		o.Out = io.Discard // rank 0 prints the configuration and the summary
+	}
+	err = withTorch(threadSpec, func() error {
+		d, leave, err := joinRun(l, o.Config)
+		if err != nil {
+			return err
+		}
+		o.Dist = d
+		if err := job.Train(ctx, o); err != nil {
+			return err // the others stop at their next collective, or by the watchdog
+		}
+		leave()
+		return nil
+	})
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("train: aborted: %w", err)
 	}

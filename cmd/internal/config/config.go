@@ -45,6 +45,7 @@ type Config struct {
 	Train     TrainConfig     `yaml:"train"`
 	Eval      EvalConfig      `yaml:"eval"`
 	Profiling ProfilingConfig `yaml:"profiling"`
+	Dist      DistConfig      `yaml:"dist"`
 
 	// The parts that live outside the binary (package env/external): MCP tool servers, an
 	// OpenEnv server as the environment, an external reward function.
@@ -55,6 +56,21 @@ type Config struct {
 	// origin records where each key was last set ("configs/x.yaml:12", "$LR", "--set"), for
 	// errors found after merging.
 	origin map[string]string
+}
+
+// DistConfig is data-parallel training's settings (docs/distributed.md); they apply when the
+// run has several processes (torchrun, srun, --nproc).
+type DistConfig struct {
+	// Zero1 shards the float32 master weights and AdamW moments across the ranks (ZeRO-1).
+	Zero1 bool `yaml:"zero1"`
+	// RolloutRanks is the number of ranks (the last ones) that only generate, one batch ahead of
+	// the ranks that train (0: every rank does both).
+	RolloutRanks int `yaml:"rollout_ranks"`
+	// Overlap starts gradient all-reduces during the backward pass.
+	Overlap bool `yaml:"overlap"`
+	// Timeout bounds rendezvous and every collective: a rank that died or hangs makes the others
+	// stop with an error naming it within this time (0: 10 minutes).
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 // InitConfig is a randomly initialised model: an architecture at a preset's size (model

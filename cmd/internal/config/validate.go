@@ -144,7 +144,7 @@ func (c *Config) validateRollout() error {
 
 func (c *Config) validateLoop() error {
 	s, t, e := c.SFT, c.Train, c.Eval
-	if err := c.atLeast(intCheck{"sft.steps", s.Steps, 0}, intCheck{"sft.warmup", s.Warmup, 0}, intCheck{"train.steps", t.Steps, 0},
+	if err := c.atLeast(intCheck{"sft.steps", s.Steps, 0}, intCheck{"sft.warmup", s.Warmup, 0}, intCheck{"dist.rollout_ranks", c.Dist.RolloutRanks, 0}, intCheck{"train.steps", t.Steps, 0},
 		intCheck{"train.eval_every", t.EvalEvery, 0}, intCheck{"train.checkpoint_every", t.CheckpointEvery, 0},
 		intCheck{"train.keep_checkpoints", t.KeepCheckpoints, 0}, intCheck{"train.samples", t.Samples, 0},
 		intCheck{"eval.samples", e.Samples, 1}); err != nil {

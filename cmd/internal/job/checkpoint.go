@@ -70,6 +70,15 @@ func readState(dir string) (state, error) {
 // boundary between SFT and RL). Run on the torch thread.
 func (j *job) save(tr *grpo.Trainer) error {
 	st := j.st
+	if !j.main() {
+		// The trainer's State is a collective under ZeRO-1: every rank takes part, rank 0 writes.
+		if tr != nil {
+			s := torch.NewScope()
+			defer s.Close()
+			tr.State()
+		}
+		return nil
+	}
 	ck, err := j.run.Checkpoints.Save(st.Step, func(dir string) error {
 		if err := j.policy.Model.Export(filepath.Join(dir, checkpointModel), model.ExportOptions{}); err != nil {
 			return err

@@ -25,13 +25,14 @@ const (
 
 // validate plays the validation tasks on gen with the run's evaluation settings and returns the
 // val/ metrics and the trajectories. Run on the torch thread.
+// With d, the ranks share the tasks (every rank gets the whole set's metrics).
 func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok *tokenizer.Tokenizer,
-	envs *env.Environment, tasks []env.Task) (grpo.Metrics, []*rollout.Trajectory, error) {
+	envs *env.Environment, tasks []env.Task, d *grpo.Dist) (grpo.Metrics, []*rollout.Trajectory, error) {
 	ec, err := c.EvalRun()
 	if err != nil {
 		return nil, nil, err
 	}
-	ec.MaxOpenEpisodes = envs.MaxConcurrent
+	ec.MaxOpenEpisodes, ec.Dist = envs.MaxConcurrent, d
 	m, trajs, err := grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +49,7 @@ func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok 
 // evaluate adds the validation metrics to a step's metrics and logs the headline numbers.
 func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error {
 	j.gen.Begin(fmt.Sprintf("step %d eval", j.st.Step))
-	val, _, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val)
+	val, _, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val, j.o.Dist)
 	j.gen.End()
 	if err != nil {
 		return fmt.Errorf("eval at step %d: %w", j.st.Step, err)
@@ -74,6 +75,9 @@ func (j *job) evalOnly(ctx context.Context, step int, label string) error {
 	m := grpo.Metrics{}
 	if err := j.evaluate(ctx, m, label); err != nil {
 		return err
+	}
+	if !j.main() {
+		return nil
 	}
 	return j.run.Step(step, rundir.Metrics(m))
 }
@@ -111,5 +115,5 @@ func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajecto
 	gen := progress.NewPhases(p.Engine, o.Bars)
 	gen.Begin("eval")
 	defer gen.End()
-	return validate(ctx, c, gen, p.Tok, envs, tasks)
+	return validate(ctx, c, gen, p.Tok, envs, tasks, nil)
 }

@@ -19,6 +19,9 @@ import (
 
 // finish exports the trained model, writes the report page and prints the summary.
 func (j *job) finish() error {
+	if !j.main() {
+		return nil
+	}
 	if j.cfg.Train.Export {
 		dst := filepath.Join(j.cfg.RunDir, ModelDir)
 		if err := ExportModel(j.policy.Model, dst, j.cfg.Train.ExportDType, j.o.Bars); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // Options say what to train and where to report.
@@ -42,6 +43,11 @@ type Options struct {
 	Out io.Writer
 	// Stop, when it delivers a signal, ends training after the current step with a checkpoint.
 	Stop <-chan os.Signal
+	// Dist is this process's place in data-parallel training (nil: a single process). Every rank
+	// runs the same job; only the main rank writes the run directory (config, metrics, log,
+	// samples, checkpoints, export, report) and prints; the others log warnings and errors to
+	// Console.
+	Dist *grpo.Dist
 }
 
 // Files and directories a run adds to the run directory (package run writes the others).
@@ -91,6 +97,9 @@ func (j *job) open(ctx context.Context) error {
 	if err := checkInputs(j.cfg); err != nil {
 		return err
 	}
+	if !j.main() {
+		return j.openRank(ctx)
+	}
 	var err error
 	j.run, err = rundir.Open(rundir.Options{Dir: j.cfg.RunDir, Config: j.cfg, Console: j.o.Console,
 		Resume: j.o.Resume || j.o.Checkpoint != "", ResumeStep: resumeStep, KeepCheckpoints: j.cfg.Train.KeepCheckpoints})
@@ -105,6 +114,26 @@ func (j *job) open(ctx context.Context) error {
 		j.log.Info().Str("checkpoint", j.o.Checkpoint).Int("step", j.st.Step).Msg("resuming")
 		j.logChanges()
 	}
+	return j.openRest(ctx)
+}
+
+// openRank is open on a rank that does not write the run directory: its log goes to Console,
+// warnings and errors only, marked with the rank.
+func (j *job) openRank(ctx context.Context) error {
+	var w io.Writer = io.Discard
+	if j.o.Console != nil {
+		w = zerolog.ConsoleWriter{Out: j.o.Console, NoColor: true}
+	}
+	j.log = zerolog.New(w).Level(zerolog.WarnLevel).With().Timestamp().Int("rank", j.o.Dist.Rank()).Logger()
+	return j.openRest(ctx)
+}
+
+// main reports whether this process writes the run directory.
+func (j *job) main() bool { return j.o.Dist.IsMain() }
+
+// openRest opens the environment, the data and the models: every rank alike.
+func (j *job) openRest(ctx context.Context) error {
+	var err error
 	if err := j.openEnv(ctx); err != nil {
 		return err
 	}
@@ -260,6 +289,22 @@ func (j *job) baseModel() (string, error) {
 		return j.cfg.Model, nil
 	}
 	dir := filepath.Join(j.cfg.RunDir, BaseModelDir)
+	if pg := j.o.Dist.ProcessGroup(); pg != nil {
+		// The main rank writes the random model; the others read it once it is there.
+		var err error
+		if j.main() {
+			dir, err = j.writeBaseModel(dir)
+		}
+		if berr := torch.Run(func() error { pg.Barrier(); return nil }); berr != nil && err == nil {
+			err = fmt.Errorf("init: waiting for rank 0's random model: %w", berr)
+		}
+		return dir, err
+	}
+	return j.writeBaseModel(dir)
+}
+
+// writeBaseModel writes the random model of the init: section into dir, unless it is there.
+func (j *job) writeBaseModel(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return dir, nil
 	}

@@ -10,6 +10,7 @@ import (
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // StoppedError reports a run stopped by a signal after a step, with a checkpoint to resume from.
@@ -72,7 +73,7 @@ func (j *job) sft(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model}, j.gen, j.policy.Tok, j.envs, g)
+	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model}, j.gen, j.policy.Tok, j.envs, g, grpo.WithDist(j.o.Dist))
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,8 @@ func (j *job) rl(ctx context.Context) error {
 	if g.Optim.TotalSteps == 0 {
 		g.Optim.TotalSteps = j.rlSteps * g.Update.Epochs * g.Update.MiniBatches
 	}
-	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g)
+	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g,
+		grpo.WithDist(j.o.Dist))
 	if err != nil {
 		return err
 	}
@@ -172,10 +174,13 @@ func (j *job) rl(ctx context.Context) error {
 // trajectories.
 func (j *job) record(m grpo.Metrics, trajs []*rollout.Trajectory) error {
 	step := j.st.Step
+	j.bar.Add(1)
+	if !j.main() {
+		return nil
+	}
 	if err := j.run.Step(step, rundir.Metrics(m)); err != nil {
 		return err
 	}
-	j.bar.Add(1)
 	if len(trajs) == 0 || j.cfg.Train.Samples == 0 {
 		return nil
 	}
@@ -187,7 +192,10 @@ func (j *job) record(m grpo.Metrics, trajs []*rollout.Trajectory) error {
 func (j *job) afterStep(tr *grpo.Trainer, last bool) error {
 	every := j.cfg.Train.CheckpointEvery
 	due := last || (every > 0 && j.st.Step%every == 0)
-	stop := j.stopRequested()
+	stop, err := j.stopAgreed()
+	if err != nil {
+		return err
+	}
 	if due || stop != nil {
 		if err := j.save(tr); err != nil {
 			return err
@@ -207,6 +215,27 @@ func (j *job) stopRequested() os.Signal {
 	default:
 		return nil
 	}
+}
+
+// stopAgreed is stopRequested agreed by every rank: a signal that reached any rank stops them all
+// after the same step (a launcher passes it to each, but not at the same instant).
+func (j *job) stopAgreed() (os.Signal, error) {
+	stop := j.stopRequested()
+	pg := j.o.Dist.ProcessGroup()
+	if pg == nil {
+		return stop, nil
+	}
+	err := torch.Run(func() error {
+		flag := 0.0
+		if stop != nil {
+			flag = 1
+		}
+		if pg.AllReduce(torch.Scalar(flag, torch.Float32, pg.Device()), torch.Max).Float() > 0 && stop == nil {
+			stop = syscall.SIGTERM // another rank's signal
+		}
+		return nil
+	})
+	return stop, err
 }
 
 // profile adds the rollout's time split summed over the episodes (trajectory_profiling).

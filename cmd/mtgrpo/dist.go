@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
+	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// Watchdog settings: every rank beats through the store each watchdogBeat; a rank silent for
+// watchdogDead (its process is gone) makes the others stop with an error naming it. A rank that
+// hangs with a live process is bounded by dist.timeout instead.
+const (
+	watchdogBeat = time.Second
+	watchdogDead = 15 * time.Second
+)
+
+// launched reads how this process was started (torchrun, srun, --nproc's copies, or alone).
+func launched(cfg *config.Config) (launch.Launch, error) {
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return launch.Launch{}, err
+	}
+	return launch.FromEnv(launch.Environ(os.Environ()), dev, cfg.Dist.Timeout)
+}
+
+// joinRun joins the run's process group when it has several processes and returns the trainer's
+// Dist (nil for one process) and what leaves the group. Run on the torch thread.
+func joinRun(l launch.Launch, cfg *config.Config) (*grpo.Dist, func(), error) {
+	if !l.Distributed() {
+		return nil, func() {}, nil
+	}
+	pg, err := torch.NewProcessGroup(l.Dist)
+	if err != nil {
+		return nil, nil, fmt.Errorf("joining the run's processes (%s, rank %d of %d, store %s:%d): %w",
+			l.Source, l.Dist.Rank, l.Dist.WorldSize, l.Dist.MasterAddr, l.Dist.MasterPort, err)
+	}
+	wd, err := pg.StartWatchdog(watchdogBeat, watchdogDead)
+	if err != nil {
+		pg.Close()
+		return nil, nil, err
+	}
+	go func() {
+		// A collective cannot be interrupted: a rank that is gone ends this process.
+		if err, ok := <-wd.Failed(); ok && err != nil {
+			fmt.Fprintf(os.Stderr, "mtgrpo: rank %d: %v: stopping\n", l.Dist.Rank, err)
+			os.Exit(1)
+		}
+	}()
+	d, err := grpo.NewDist(pg, grpo.DistConfig{ZeRO1: cfg.Dist.Zero1, Overlap: cfg.Dist.Overlap,
+		RolloutRanks: cfg.Dist.RolloutRanks, Timeout: cfg.Dist.Timeout})
+	if err != nil {
+		wd.Stop()
+		pg.Close()
+		return nil, nil, err
+	}
+	return d, func() {
+		// Every rank reaches here after the same last step; the barrier keeps rank 0's store up
+		// until all are done, and the watchdog stops before a finished rank looks dead.
+		torch.Run(func() error { pg.Barrier(); return nil })
+		wd.Stop()
+		d.Close()
+		pg.Close()
+	}, nil
+}
+
+// spawnRanks runs `mtgrpo ARGS` n times on this host as one data-parallel run (--nproc n);
+// args are the command line without --nproc.
+func spawnRanks(n int, args []string, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return launch.Spawn(launch.SpawnOptions{Exe: exe, Args: args, N: n, Stdout: stdout, Stderr: stderr})
+}
+
+// withoutFlag removes --name VALUE and --name=VALUE from args.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--"+name {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "--"+name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/torch/safetensors"
+)
+
+// dpTol bounds |one process − two processes| on any exported weight after the script below (2 SFT
+// steps at lr 1e-3, 1 RL step). The ranks sum their halves of each gradient, so gradient elements
+// differ from one process's in the last float32 bits; AdamW divides by √v + ε (ε = 1e-8), so an
+// element whose gradient is itself near ε moves by up to lr·Δg/ε more or less. Observed: 3.2e-6 on
+// one element (the grpo package's distributed test states the same bound for the same reason).
+const dpTol = 1e-4
+
+// dpArgs is a short run with a learning signal (SFT on calc_mult's demonstrations) and an RL step.
+func dpArgs(model, runDir string) []string {
+	return append([]string{"train"}, append(tinyRun(model, runDir), "--env", "calc_mult", "--steps", "1",
+		"--set", "sft.steps=2", "--set", "sft.batch=4", "--set", "sft.tasks=8", "--set", "sft.lr=1e-3",
+		"--set", "train.report=false", "--set", "rollout.max_new_tokens=8")...)
+}
+
+// `mtgrpo train --nproc 2` trains as one process does: the same exported weights within dpTol,
+// every step's metrics written once by rank 0; ZeRO-1 gives the same weights as plain data
+// parallel; the same run under torchrun's variables (set by the test, as torchrun would) is the
+// --nproc run bit for bit; and a world-size-2 checkpoint (ZeRO-1's) resumes in one process.
+func TestTrainDataParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts several training processes")
+	}
+	model := tinyModel(t)
+	dir := t.TempDir()
+	runOne := func(name string, extra ...string) string {
+		runDir := filepath.Join(dir, name)
+		code, stderr := runChild(t, 3*time.Minute, append(dpArgs(model, runDir), extra...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
+		}
+		return runDir
+	}
+	one := runOne("one")
+	two := runOne("two", "--nproc", "2")
+	zero := runOne("zero", "--nproc", "2", "--set", "dist.zero1=true")
+
+	ref := exported(t, one)
+	for name, run := range map[string]string{"--nproc 2": two, "--nproc 2 with ZeRO-1": zero} {
+		d, at := maxWeightDiff(t, ref, exported(t, run))
+		t.Logf("%s vs one process: largest weight difference %.3g (%s)", name, d, at)
+		if d > dpTol {
+			t.Errorf("%s: weights differ from one process by %g at %s", name, d, at)
+		}
+		recs, err := rundir.ReadMetrics(run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steps []int
+		for _, r := range recs {
+			steps = append(steps, r.Step)
+		}
+		if fmt.Sprint(steps) != "[0 1 2 3]" {
+			t.Errorf("%s: metrics.jsonl steps %v, want each of 0..3 once (rank 0 alone writes)", name, steps)
+		}
+	}
+
+	// torchrun's contract, set by hand: two processes with RANK, WORLD_SIZE, LOCAL_RANK,
+	// MASTER_ADDR, MASTER_PORT.
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(dir, "torchrun")
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for r := range 2 {
+		c := child(dpArgs(model, tr)...)
+		c.Env = append(c.Env, "WORLD_SIZE=2", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		var b bytes.Buffer
+		c.Stderr, c.Stdout = &b, &b
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, c), append(outs, &b)
+	}
+	for r, c := range cmds {
+		if err := waitExit(c, 3*time.Minute); err != nil {
+			t.Fatalf("torchrun rank %d: %v\n%s", r, err, outs[r])
+		}
+	}
+	if d, at := maxWeightDiff(t, exported(t, two), exported(t, tr)); d != 0 {
+		t.Errorf("torchrun's variables vs --nproc: weights differ by %g at %s", d, at)
+	}
+	if strings.Contains(outs[1].String(), "mtgrpo train: run") {
+		t.Errorf("rank 1 printed the run's header:\n%s", outs[1])
+	}
+
+	// The ZeRO-1 run's checkpoint (world size 2) continues in one process.
+	code, stderr := runChild(t, 3*time.Minute, append(dpArgs(model, zero), "--resume", "--steps", "2")...)
+	if code != 0 {
+		t.Fatalf("resuming the ZeRO-1 run in one process: exit %d\n%s", code, stderr)
+	}
+	recs, _ := rundir.ReadMetrics(zero)
+	if n := len(recs); n == 0 || recs[n-1].Step != 4 {
+		t.Errorf("resumed run: metrics %+v, want it to end at step 4", recs)
+	}
+}
+
+// A rank that dies makes the other stop with an error naming it, within the watchdog's bound
+// (watchdogDead) plus a step, rather than waiting for the collective timeout.
+func TestTrainRankDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts training processes")
+	}
+	model := tinyModel(t)
+	runDir := filepath.Join(t.TempDir(), "run")
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(dpArgs(model, runDir), "--steps", "500", "--set", "train.eval_every=0", "--set", "train.checkpoint_every=0")
+	var cmds []*exec.Cmd
+	var out0 bytes.Buffer
+	for r := range 2 {
+		c := child(args...)
+		c.Env = append(c.Env, "WORLD_SIZE=2", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		if r == 0 {
+			c.Stderr = &out0
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	defer cmds[0].Process.Kill()
+	// Wait until training runs (rank 0 has written a step), then kill rank 1.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if recs, _ := rundir.ReadMetrics(runDir); len(recs) > 0 && recs[len(recs)-1].Step >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmds[1].Process.Kill()
+			t.Fatalf("no training step within 2 minutes:\n%s", out0.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmds[1].Process.Kill()
+	cmds[1].Wait()
+	killed := time.Now()
+	bound := watchdogDead + 45*time.Second
+	err = waitExit(cmds[0], bound)
+	took := time.Since(killed)
+	t.Logf("rank 0 stopped %v after rank 1 was killed: %v; its last lines:\n%s", took.Round(time.Millisecond), err, lastLines(out0.String(), 3))
+	if err == nil || strings.Contains(err.Error(), "still running") {
+		t.Fatalf("rank 0: %v after %v; want a failure within %v\n%s", err, took, bound, out0.String())
+	}
+	if !strings.Contains(out0.String(), "rank") {
+		t.Errorf("rank 0's error does not name a rank:\n%s", out0.String())
+	}
+}
+
+// waitExit waits for c at most d.
+func waitExit(c *exec.Cmd, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		c.Process.Kill()
+		<-done
+		return fmt.Errorf("still running after %v", d)
+	}
+}
+
+// exported reads the float32 weights of a run's exported model.
+func exported(t *testing.T, runDir string) map[string][]float32 {
+	t.Helper()
+	ck, err := safetensors.OpenDir(filepath.Join(runDir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	w := map[string][]float32{}
+	for _, n := range ck.Names() {
+		b, err := ck.Data(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := make([]float32, len(b)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		w[n] = v
+	}
+	return w
+}
+
+// maxWeightDiff is the largest |a − b| over all weights, and where.
+func maxWeightDiff(t *testing.T, a, b map[string][]float32) (float64, string) {
+	t.Helper()
+	var d float64
+	where := ""
+	for n, x := range a {
+		y, ok := b[n]
+		if !ok || len(x) != len(y) {
+			t.Fatalf("weight %s missing or resized", n)
+		}
+		for i := range x {
+			if e := math.Abs(float64(x[i] - y[i])); e > d || math.IsNaN(e) {
+				d, where = e, fmt.Sprintf("%s[%d]", n, i)
+			}
+		}
+	}
+	return d, where
+}
+
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
