@@ -227,7 +227,6 @@ func maxWeightDiff(t *testing.T, a, b map[string][]float32) (float64, string) {
 	return d, where
 }
 
-
 // lastLines is the last n lines of s.
 func lastLines(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
