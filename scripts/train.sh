@@ -7,7 +7,7 @@
 # Every variable is optional (README: "Environment variables" has the table and defaults); the
 # binary reads them itself, so `mtgrpo train` behaves the same without this script. What the
 # script adds: a default model (the tiny random model, written once to models/tiny), the binary
-# built if missing, and GPU selection through GPUS / N_GPUS. Arguments are passed to
+# built if missing. Arguments are passed to
 # `mtgrpo train` (flags and KEY=VALUE settings override the variables).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +25,6 @@ if [[ -z ${MODEL:-} ]]; then
 fi
 export MODEL
 
-# One process per GPU is the scale-out launcher's job; this build trains on one device.
-N_GPUS=${N_GPUS:-1}
-if [[ $N_GPUS != 1 ]]; then
-	echo "scripts/train.sh: N_GPUS=$N_GPUS: multi-GPU training is not in this build yet; use N_GPUS=1 (GPUS=<index> picks the GPU)" >&2
-	exit 2
-fi
-export N_GPUS
-if [[ -n ${GPUS:-} && ${GPUS} != cpu ]]; then
-	export CUDA_VISIBLE_DEVICES=$GPUS
-	export GPUS=0 # the one visible device
-fi
-
+# GPUS (an index, a list such as 0,1,2,3, or cpu) and N_GPUS (processes, one per GPU) are read by
+# the binary: `mtgrpo train` starts N_GPUS data-parallel processes itself (docs/distributed.md).
 exec "$BIN" train "$@"

@@ -71,13 +71,32 @@ func joinRun(l launch.Launch, cfg *config.Config) (*grpo.Dist, func(), error) {
 }
 
 // spawnRanks runs `mtgrpo ARGS` n times on this host as one data-parallel run (--nproc n);
-// args are the command line without --nproc.
+// args are the command line without --nproc. A GPUS list becomes the ranks'
+// CUDA_VISIBLE_DEVICES, so that local rank k trains on the k-th GPU of the list.
 func spawnRanks(n int, args []string, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return launch.Spawn(launch.SpawnOptions{Exe: exe, Args: args, N: n, Stdout: stdout, Stderr: stderr})
+	var env []string
+	if gpus := strings.TrimSpace(os.Getenv("GPUS")); gpus != "" && gpus != "cpu" && os.Getenv("CUDA_VISIBLE_DEVICES") == "" {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+gpus)
+	}
+	return launch.Spawn(launch.SpawnOptions{Exe: exe, Args: args, N: n, Env: env, Stdout: stdout, Stderr: stderr})
+}
+
+// defaultNproc is --nproc's default: N_GPUS, or the length of the GPUS list, or 1.
+func defaultNproc() int {
+	n, err := config.NumGPUs(os.LookupEnv)
+	if err != nil || n > 0 {
+		return max(n, 1) // a bad N_GPUS is reported by the configuration
+	}
+	if gpus := strings.TrimSpace(os.Getenv("GPUS")); gpus != "" && gpus != "cpu" {
+		if ids, err := config.GPUList(gpus); err == nil {
+			return len(ids)
+		}
+	}
+	return 1
 }
 
 // withoutFlag removes --name VALUE and --name=VALUE from args.

@@ -40,7 +40,7 @@ func train(args []string) error {
 	resume := fs.String("resume", "", "continue the run in --run-dir from its newest checkpoint (--resume), or from the\ncheckpoint directory given (--resume=PATH); without a checkpoint the run starts over")
 	fs.Lookup("resume").NoOptDefVal = "latest"
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
-	nproc := fs.Int("nproc", 1, "data-parallel processes on this host (as torchrun --nproc-per-node N does; docs/distributed.md)")
+	nproc := fs.Int("nproc", defaultNproc(), "data-parallel processes on this host, as torchrun --nproc-per-node N starts\n(default: $N_GPUS, or the length of the $GPUS list, or 1; docs/distributed.md)")
 	threadSpec := threadsFlag(fs)
 	if err := trainCommand.parse(fs, args); err != nil {
 		return err

@@ -119,8 +119,8 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 	}{
 		{map[string]string{"LR": "fast"}, nil, []string{"$LR", "optim.lr", `want a number, got "fast"`}},
 		{map[string]string{"BATCH_SIZE": "-1"}, nil, []string{"$BATCH_SIZE", "rollout.tasks", "must be at least 1"}},
-		{map[string]string{"N_GPUS": "2"}, nil, []string{"$N_GPUS", "multi-GPU training is not in this build"}},
-		{map[string]string{"GPUS": "0,1"}, nil, []string{"$GPUS", "lists 2 GPUs but N_GPUS is 1"}},
+		{map[string]string{"N_GPUS": "0"}, nil, []string{"$N_GPUS", "want a positive integer"}},
+		{map[string]string{"GPUS": "0,1", "N_GPUS": "3"}, nil, []string{"$GPUS", "lists 2 GPUs but N_GPUS is 3"}},
 		{map[string]string{"GPUS": "x"}, nil, []string{"$GPUS", "want a GPU index"}},
 		{nil, []Override{{Key: "rollout.nope", Value: "1", Where: "--set"}}, []string{"--set", "unknown key rollout.nope"}},
 		{nil, []Override{{Key: "optim.lr", Value: "-1", Where: "--lr"}}, []string{"trainer settings", "optim.lr"}},
@@ -234,8 +234,16 @@ func TestSavedRoundTripAndDiff(t *testing.T) {
 	}
 }
 
-// GPUS picks the device; N_GPUS > 1 is refused (no multi-GPU launcher in this build).
+// GPUS picks the device: one index is that GPU; a list (one process per GPU) is "cuda", each
+// process on the GPU of its local rank.
 func TestGPUs(t *testing.T) {
+	for _, vars := range []map[string]string{{"GPUS": "0,1,2,3"}, {"GPUS": "4,5", "N_GPUS": "2"}} {
+		vars["MODEL"] = "m"
+		c, err := Resolve(Sources{LookupEnv: envOf(vars)})
+		if err != nil || c.Device != "cuda" {
+			t.Errorf("%v: %q %v", vars, c.Device, err)
+		}
+	}
 	c, err := Resolve(Sources{LookupEnv: envOf(map[string]string{"GPUS": "3", "N_GPUS": "1", "MODEL": "m"})})
 	if err != nil || c.Device != "cuda:3" {
 		t.Errorf("GPUS=3: %q %v", c.Device, err)

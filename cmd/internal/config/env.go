@@ -27,8 +27,8 @@ var EnvVars = []EnvVar{
 	{"STEPS", "train.steps", "RL steps (0: epochs decide)"},
 	{"LR", "optim.lr", "the peak learning rate"},
 	{"SEED", "seed", "the seed of everything random"},
-	{"GPUS", "", "the GPU to train on (an index: GPUS=0 is cuda:0); unset or cpu: the CPU"},
-	{"N_GPUS", "", "GPUs to train on; only 1 in this build (more is an error, not a silent single-GPU run)"},
+	{"GPUS", "", "the GPUs to train on: an index (GPUS=0 is cuda:0) or a list (0,1,2,3: one process each); unset or cpu: the CPU"},
+	{"N_GPUS", "", "data-parallel processes, one per GPU (`mtgrpo train --nproc`; default: the length of GPUS)"},
 }
 
 // applyEnv sets the keys of the environment variables that are set and not empty.
@@ -45,21 +45,15 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	return c.applyGPUs(lookup)
 }
 
-// applyGPUs maps GPUS and N_GPUS onto the device. Several GPUs need the data-parallel launcher,
-// which this build does not have: asking for them is an error rather than a run on one GPU that
-// the user did not ask for.
+// applyGPUs maps GPUS and N_GPUS onto the device. GPUS is cpu, one GPU index, or a list of them;
+// N_GPUS is the number of processes (one per GPU; default: the length of the GPUS list). One
+// process on one GPU trains on cuda:INDEX; several processes train on "cuda", each on the GPU
+// of its local rank (`mtgrpo train` starts them, `--nproc` defaulting to N_GPUS, with
+// CUDA_VISIBLE_DEVICES set to the GPUS list).
 func (c *Config) applyGPUs(lookup func(string) (string, bool)) error {
-	n := 1
-	if s, ok := lookup("N_GPUS"); ok && s != "" {
-		v, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || v < 1 {
-			return &Error{Where: "$N_GPUS", Err: fmt.Errorf("%q: want a positive integer", s)}
-		}
-		if v > 1 {
-			return &Error{Where: "$N_GPUS", Err: fmt.Errorf("%d GPUs: multi-GPU training is not in this build yet; "+
-				"use N_GPUS=1 and GPUS=<index> for one GPU", v)}
-		}
-		n = v
+	n, err := NumGPUs(lookup)
+	if err != nil {
+		return err
 	}
 	gpus, ok := lookup("GPUS")
 	gpus = strings.TrimSpace(gpus)
@@ -69,14 +63,44 @@ func (c *Config) applyGPUs(lookup func(string) (string, bool)) error {
 	if gpus == "cpu" {
 		return c.Set("device", "cpu", "$GPUS")
 	}
-	ids := strings.Split(gpus, ",")
-	if len(ids) > n {
-		return &Error{Where: "$GPUS", Err: fmt.Errorf("%q lists %d GPUs but N_GPUS is %d; multi-GPU training is not in this build yet",
-			gpus, len(ids), n)}
+	ids, err := GPUList(gpus)
+	if err != nil {
+		return err
 	}
-	id, err := strconv.Atoi(strings.TrimSpace(ids[0]))
-	if err != nil || id < 0 {
-		return &Error{Where: "$GPUS", Err: fmt.Errorf("%q: want a GPU index such as 0, or cpu", gpus)}
+	if n == 0 {
+		n = len(ids)
 	}
-	return c.Set("device", fmt.Sprintf("cuda:%d", id), "$GPUS")
+	if len(ids) > 1 && len(ids) != n {
+		return &Error{Where: "$GPUS", Err: fmt.Errorf("%q lists %d GPUs but N_GPUS is %d (one process per GPU)", gpus, len(ids), n)}
+	}
+	if n == 1 {
+		return c.Set("device", fmt.Sprintf("cuda:%d", ids[0]), "$GPUS")
+	}
+	return c.Set("device", "cuda", "$GPUS")
+}
+
+// NumGPUs reads N_GPUS (0 when unset).
+func NumGPUs(lookup func(string) (string, bool)) (int, error) {
+	s, ok := lookup("N_GPUS")
+	if !ok || strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || v < 1 {
+		return 0, &Error{Where: "$N_GPUS", Err: fmt.Errorf("%q: want a positive integer", s)}
+	}
+	return v, nil
+}
+
+// GPUList parses GPUS's list of GPU indexes ("0" or "0,1,2,3").
+func GPUList(gpus string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.Split(gpus, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || id < 0 {
+			return nil, &Error{Where: "$GPUS", Err: fmt.Errorf("%q: want a GPU index such as 0, a list such as 0,1,2,3, or cpu", gpus)}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }

@@ -17,9 +17,11 @@ import (
 
 // SpawnOptions says how to start the local ranks.
 type SpawnOptions struct {
-	// Exe and Args are the program each rank runs (Args without the spawning flag).
+	// Exe and Args are the program each rank runs (Args without the spawning flag); Env is
+	// added to this process's environment for each.
 	Exe  string
 	Args []string
+	Env  []string
 	// N is the number of ranks.
 	N int
 	// Stdout and Stderr receive the ranks' output: rank 0's as it is, the others' line by line
@@ -57,7 +59,7 @@ func Spawn(o SpawnOptions) error {
 	var copies sync.WaitGroup
 	for r := range cmds {
 		c := exec.Command(o.Exe, o.Args...)
-		c.Env = append(os.Environ(), "WORLD_SIZE="+strconv.Itoa(o.N), "RANK="+strconv.Itoa(r),
+		c.Env = append(append(os.Environ(), o.Env...), "WORLD_SIZE="+strconv.Itoa(o.N), "RANK="+strconv.Itoa(r),
 			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(o.N),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
 		c.Stdin = nil
