@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -114,4 +116,49 @@ func withoutFlag(args []string, name string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// sageMakerTrain runs `mtgrpo train ARGS` as a SageMaker training job: the hyperparameters and
+// channels become settings, the run directory is /opt/ml/checkpoints (resumed when a restarted job
+// finds a checkpoint there), this host's processes are started with their place in the whole job,
+// and the first host copies the exported model to /opt/ml/model.
+func sageMakerTrain(args []string, stdout, stderr io.Writer) error {
+	sm, err := launch.SageMakerFromEnv(launch.Environ(os.Environ()))
+	if err != nil {
+		return err
+	}
+	settings, err := sm.Settings()
+	if err != nil {
+		return err
+	}
+	full := append([]string{"train"}, withoutFlag(args, "nproc")...)
+	for _, kv := range settings {
+		if strings.HasPrefix(kv, "sagemaker_") {
+			continue // the SageMaker SDK's own entries
+		}
+		full = append(full, "--set", kv)
+	}
+	full = append(full, "--resume")
+	fmt.Fprintf(stderr, "mtgrpo train: SageMaker job: host %d of %d, %d process(es) here, run directory %s\n",
+		sm.HostIndex+1, len(sm.Hosts), sm.Procs(), sm.CheckpointDir())
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o := sm.Spawn(exe, full)
+	o.Stdout, o.Stderr = stdout, stderr
+	if err := launch.Spawn(o); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if sm.HostIndex != 0 {
+		return nil
+	}
+	src := filepath.Join(sm.CheckpointDir(), job.ModelDir)
+	if _, err := os.Stat(filepath.Join(src, "config.json")); err != nil {
+		return nil // export turned off
+	}
+	if err := os.CopyFS(sm.ModelDir(), os.DirFS(src)); err != nil {
+		return fmt.Errorf("train: copying the model to %s: %w", sm.ModelDir(), err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -231,4 +232,70 @@ func maxWeightDiff(t *testing.T, a, b map[string][]float32) (float64, string) {
 func lastLines(s string, n int) string {
 	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
+
+// A SageMaker training job on two hosts (two processes here, each with its own fake /opt/ml):
+// hyperparameters.json's keys and the train and model channels configure the run, the first
+// host's /opt/ml/checkpoints holds the run directory and its /opt/ml/model the exported model.
+func TestTrainSageMaker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts training processes")
+	}
+	model := tinyModel(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "train.jsonl")
+	if err := run([]string{"data", "gen", "--task", "gsm8k", "--n", "16", "--seed", "2", "--out", data}); err != nil {
+		t.Fatal(err)
+	}
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hyper := `{"train.steps": "1", "rollout.tasks": 2, "rollout.group": "2", "rollout.max_new_tokens": "8",
+		"data.val_size": "2", "train.report": "false", "seed": "3"}`
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for h, host := range []string{"localhost", "algo-2"} {
+		root := filepath.Join(dir, host, "opt", "ml")
+		train := filepath.Join(root, "input", "data", "train")
+		for _, d := range []string{filepath.Join(root, "input", "config"), train} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(root, "input", "config", "hyperparameters.json"), []byte(hyper), 0o644)
+		b, _ := os.ReadFile(data)
+		os.WriteFile(filepath.Join(train, "train.jsonl"), b, 0o644)
+		c := child("train", "--threads", "1")
+		c.Env = append(c.Env, "SM_HOSTS=[\"localhost\",\"algo-2\"]", "SM_CURRENT_HOST="+[]string{"localhost", "algo-2"}[h],
+			"SM_NUM_GPUS=0", "SM_CHANNEL_TRAIN="+train, "SM_CHANNEL_MODEL="+model, "MTGRPO_SAGEMAKER_ROOT="+root,
+			"MASTER_PORT="+strconv.Itoa(port))
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, c), append(outs, &out)
+	}
+	for h, c := range cmds {
+		if err := waitExit(c, 3*time.Minute); err != nil {
+			t.Fatalf("host %d: %v\n%s", h, err, outs[h])
+		}
+	}
+	first := filepath.Join(dir, "localhost", "opt", "ml")
+	recs, err := rundir.ReadMetrics(filepath.Join(first, "checkpoints"))
+	if err != nil || len(recs) == 0 || recs[len(recs)-1].Step != 1 {
+		t.Fatalf("/opt/ml/checkpoints: metrics %+v %v\n%s", recs, err, outs[0])
+	}
+	if _, err := os.Stat(filepath.Join(first, "model", "config.json")); err != nil {
+		t.Errorf("/opt/ml/model: %v", err)
+	}
+	saved, err := os.ReadFile(filepath.Join(first, "checkpoints", rundir.ConfigFile))
+	if err != nil || !strings.Contains(string(saved), "train.jsonl") || !strings.Contains(string(saved), "max_new_tokens: 8") {
+		t.Errorf("config.yaml does not carry the channel and hyperparameters (%v):\n%s", err, saved)
+	}
+	second := filepath.Join(dir, "algo-2", "opt", "ml")
+	if ents, _ := os.ReadDir(filepath.Join(second, "checkpoints")); len(ents) > 0 {
+		t.Errorf("the second host wrote a run directory: %v", ents)
+	}
 }

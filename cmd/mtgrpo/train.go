@@ -10,6 +10,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 )
 
@@ -47,6 +48,9 @@ func train(args []string) error {
 	}
 	if err := atLeast("train", intFlag{"nproc", *nproc, 1}); err != nil {
 		return err
+	}
+	if os.Getenv("WORLD_SIZE") == "" && launch.IsSageMaker(launch.Environ(os.Environ())) {
+		return sageMakerTrain(args, os.Stdout, os.Stderr)
 	}
 	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
 		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)

@@ -69,7 +69,7 @@ type DistConfig struct {
 	// Overlap starts gradient all-reduces during the backward pass.
 	Overlap bool `yaml:"overlap"`
 	// Timeout bounds rendezvous and every collective: a rank that died or hangs makes the others
-	// stop with an error naming it within this time (0: 10 minutes).
+	// stop with an error naming it within this time (0: 30 minutes).
 	Timeout time.Duration `yaml:"timeout"`
 }
 

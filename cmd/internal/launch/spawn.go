@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -22,8 +21,13 @@ type SpawnOptions struct {
 	Exe  string
 	Args []string
 	Env  []string
-	// N is the number of ranks.
+	// N is the number of ranks on this host.
 	N int
+	// Nodes, NodeRank, MasterAddr and MasterPort place them in a run over several hosts (0, 0,
+	// "" and 0: this host alone, the store on 127.0.0.1 at a free port).
+	Nodes, NodeRank int
+	MasterAddr      string
+	MasterPort      int
 	// Stdout and Stderr receive the ranks' output: rank 0's as it is, the others' line by line
 	// with a "[rank K] " prefix.
 	Stdout, Stderr io.Writer
@@ -51,17 +55,18 @@ func Spawn(o SpawnOptions) error {
 	if o.Grace == 0 {
 		o.Grace = 10 * time.Second
 	}
-	port, err := FreePort()
-	if err != nil {
-		return fmt.Errorf("launch: a port for the store: %w", err)
+	port := o.MasterPort
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return fmt.Errorf("launch: a port for the store: %w", err)
+		}
 	}
 	cmds := make([]*exec.Cmd, o.N)
 	var copies sync.WaitGroup
 	for r := range cmds {
 		c := exec.Command(o.Exe, o.Args...)
-		c.Env = append(append(os.Environ(), o.Env...), "WORLD_SIZE="+strconv.Itoa(o.N), "RANK="+strconv.Itoa(r),
-			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(o.N),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		c.Env = append(append(os.Environ(), o.Env...), rankEnv(o, r, port)...)
 		c.Stdin = nil
 		if r == 0 {
 			c.Stdout, c.Stderr = o.Stdout, o.Stderr
