@@ -5,10 +5,12 @@
 # run; run it when torch/csrc or the build scripts change and record the result in docs/setup.md.
 #
 # In a clean clone of HEAD (the steps: scripts/lib/cuda_build_steps.sh):
-#  1. apt: libtorch-cuda-dev, libgloo-cuda-dev, the CUDA headers (nvidia-cuda-dev) and NCCL
-#     (libnccl-dev). cuDNN comes from NVIDIA at install time, which cannot work offline: a stand-in
-#     package and library satisfy apt and the linker (scripts/lib/cudnn_standin.sh).
-#  2. scripts/setup.sh (the rest), make build: the shim with its CUDA sources and NCCL, the binary.
+#  1. The Docker image's trixie steps (scripts/docker/deps-trixie.sh build and runtime): Debian's
+#     CUDA libtorch, gloo, NCCL, the CUDA headers. cuDNN comes from NVIDIA at install time, which
+#     cannot work offline: a stand-in package and library satisfy apt and the linker
+#     (MTGRPO_CUDNN_STANDIN=1, scripts/lib/cudnn_standin.sh).
+#  2. scripts/docker/build.sh (the image's build step: shim, binaries in /opt/mtgrpo), then
+#     scripts/setup.sh (the rest, for the tests) and make build.
 #  3. `mtgrpo version` reports the CUDA build, NCCL, and CUDA unavailable, cleanly; the test
 #     binaries of torch, model and rollout link (go test -c), and the torch tests pass on the CPU
 #     with this CUDA shim (the distributed ones expect what the shim was built with).

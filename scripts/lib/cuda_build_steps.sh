@@ -13,18 +13,15 @@ step() {
 }
 mkdir -p build
 
-apt_install() {
-  apt-get update -qq
-  apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@" >build/cuda-apt.log 2>&1 ||
-    { tail -30 build/cuda-apt.log; return 1; }
-}
-
-# 1. Debian's CUDA libtorch, with the stand-in cuDNN package apt needs first.
-step scripts/lib/cudnn_standin.sh package
-step apt_install libtorch-cuda-dev libgloo-cuda-dev nvidia-cuda-dev libnccl-dev
-# 2. The rest from setup.sh (it keeps the CUDA libtorch), the linker's cuDNN, the shim and binary.
+# 1-2. The image's trixie build and runtime steps (Dockerfile, BASE=trixie), with the stand-in
+# cuDNN: Debian's CUDA libtorch and the rest, then the shim and binaries installed in /opt/mtgrpo;
+# then setup.sh for what the tests need (it keeps the CUDA libtorch) and make build.
+export MTGRPO_CUDNN_STANDIN=1
+step scripts/docker/deps-trixie.sh build
+step scripts/docker/deps-trixie.sh runtime
+step scripts/docker/build.sh /opt/mtgrpo
+step /opt/mtgrpo/bin/mtgrpo version
 step scripts/setup.sh
-step scripts/lib/cudnn_standin.sh library
 step make build
 step go test -c -o build/torch.test ./torch
 step go test -c -o build/model.test ./model
