@@ -74,6 +74,16 @@ func TestTrainDataParallel(t *testing.T) {
 		}
 	}
 
+	// Rollout ahead: rank 1 generates one batch ahead of rank 0, which trains and writes the run.
+	ahead := runOne("ahead", "--nproc", "2", "--set", "dist.rollout_ranks=1", "--set", "loss.is=token_truncate")
+	recs, err := rundir.ReadMetrics(ahead)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("rollout ahead: metrics %v", err)
+	}
+	if _, ok := recs[len(recs)-1].Values["async/staleness"]; !ok {
+		t.Errorf("rollout ahead: no async/staleness in the last step's metrics %v", recs[len(recs)-1].Values)
+	}
+
 	// torchrun's contract, set by hand: two processes with RANK, WORLD_SIZE, LOCAL_RANK,
 	// MASTER_ADDR, MASTER_PORT.
 	port, err := launch.FreePort()
@@ -111,7 +121,7 @@ func TestTrainDataParallel(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resuming the ZeRO-1 run in one process: exit %d\n%s", code, stderr)
 	}
-	recs, _ := rundir.ReadMetrics(zero)
+	recs, _ = rundir.ReadMetrics(zero)
 	if n := len(recs); n == 0 || recs[n-1].Step != 4 {
 		t.Errorf("resumed run: metrics %+v, want it to end at step 4", recs)
 	}

@@ -72,7 +72,8 @@ func (j *job) save(tr *grpo.Trainer) error {
 	st := j.st
 	if !j.main() {
 		// The trainer's State is a collective under ZeRO-1: every rank takes part, rank 0 writes.
-		if tr != nil {
+		// (Otherwise it is rank 0's alone; rollout ranks have no optimizer state.)
+		if tr != nil && j.o.Dist.Config().ZeRO1 {
 			s := torch.NewScope()
 			defer s.Close()
 			tr.State()
