@@ -177,8 +177,8 @@ func TestTrainRankDies(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "still running") {
 		t.Fatalf("rank 0: %v after %v; want a failure within %v\n%s", err, took, bound, out0.String())
 	}
-	if !strings.Contains(out0.String(), "rank") {
-		t.Errorf("rank 0's error does not name a rank:\n%s", out0.String())
+	if last := lastLines(out0.String(), 1); !strings.Contains(last, "rank 0 of 2") || !strings.Contains(last, "another rank died") {
+		t.Errorf("rank 0's error does not say which rank it is and what to look for:\n%s", last)
 	}
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/model"
-	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // Options say what to train and where to report.
@@ -295,8 +294,8 @@ func (j *job) baseModel() (string, error) {
 		if j.main() {
 			dir, err = j.writeBaseModel(dir)
 		}
-		if berr := torch.Run(func() error { pg.Barrier(); return nil }); berr != nil && err == nil {
-			err = fmt.Errorf("init: waiting for rank 0's random model: %w", berr)
+		if berr := j.collective("waiting for rank 0's random model", func() error { pg.Barrier(); return nil }); berr != nil && err == nil {
+			err = fmt.Errorf("init: %w", berr)
 		}
 		return dir, err
 	}

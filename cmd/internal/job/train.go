@@ -225,7 +225,7 @@ func (j *job) stopAgreed() (os.Signal, error) {
 	if pg == nil {
 		return stop, nil
 	}
-	err := torch.Run(func() error {
+	err := j.collective("agreeing on a stop after step "+fmt.Sprint(j.st.Step), func() error {
 		flag := 0.0
 		if stop != nil {
 			flag = 1
@@ -236,6 +236,18 @@ func (j *job) stopAgreed() (os.Signal, error) {
 		return nil
 	})
 	return stop, err
+}
+
+// collective runs fn, a collective of the job's own across the ranks, and names this rank, what
+// it was doing and where to look when it fails (usually: another rank died).
+func (j *job) collective(what string, fn func() error) error {
+	err := torch.Run(fn)
+	if err == nil {
+		return nil
+	}
+	pg := j.o.Dist.ProcessGroup()
+	return fmt.Errorf("rank %d of %d, %s: %w (another rank died or failed: its own log says which)",
+		pg.Rank(), pg.Size(), what, err)
 }
 
 // profile adds the rollout's time split summed over the episodes (trajectory_profiling).
