@@ -37,6 +37,9 @@ const (
 // tensors are live buffers or belong to the current scope: write them out before the next step.
 func (t *Trainer) State() map[string]*torch.Tensor {
 	out := map[string]*torch.Tensor{}
+	if t.opt == nil {
+		return out // a rank that only generates (rollout ahead) holds no optimizer state
+	}
 	for k, v := range t.opt.State() {
 		out[stateOptim+k] = v
 	}
