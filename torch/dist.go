@@ -76,29 +76,34 @@ type DistConfig struct {
 // DistEnvSet reports whether the process was started by a distributed launcher (WORLD_SIZE set).
 func DistEnvSet() bool { return os.Getenv("WORLD_SIZE") != "" }
 
-// DistConfigFromEnv reads torchrun's variables: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-// MASTER_PORT (all required), TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT
-// (optional). Device is left at CPU.
-func DistConfigFromEnv() (DistConfig, error) {
+// DistConfigFromEnv reads torchrun's variables from the process's environment
+// (DistConfigFromLookup with os.LookupEnv).
+func DistConfigFromEnv() (DistConfig, error) { return DistConfigFromLookup(os.LookupEnv) }
+
+// DistConfigFromLookup reads torchrun's variables through lookup: RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT (all required), TORCHELASTIC_USE_AGENT_STORE and
+// TORCHELASTIC_RESTART_COUNT (optional). Device is left at CPU.
+func DistConfigFromLookup(lookup func(string) (string, bool)) (DistConfig, error) {
 	var c DistConfig
 	var err error
-	if c.WorldSize, err = envInt("WORLD_SIZE", true, 1, 1<<20); err != nil {
+	if c.WorldSize, err = envInt(lookup, "WORLD_SIZE", true, 1, 1<<20); err != nil {
 		return c, err
 	}
-	if c.Rank, err = envInt("RANK", true, 0, c.WorldSize-1); err != nil {
+	if c.Rank, err = envInt(lookup, "RANK", true, 0, c.WorldSize-1); err != nil {
 		return c, err
 	}
-	if c.LocalRank, err = envInt("LOCAL_RANK", true, 0, c.WorldSize-1); err != nil {
+	if c.LocalRank, err = envInt(lookup, "LOCAL_RANK", true, 0, c.WorldSize-1); err != nil {
 		return c, err
 	}
-	if c.MasterAddr = os.Getenv("MASTER_ADDR"); c.MasterAddr == "" {
+	if c.MasterAddr, _ = lookup("MASTER_ADDR"); c.MasterAddr == "" {
 		return c, fmt.Errorf("torch: distributed: environment variable MASTER_ADDR is not set")
 	}
-	if c.MasterPort, err = envInt("MASTER_PORT", true, 1, 65535); err != nil {
+	if c.MasterPort, err = envInt(lookup, "MASTER_PORT", true, 1, 65535); err != nil {
 		return c, err
 	}
-	c.AgentStore = os.Getenv("TORCHELASTIC_USE_AGENT_STORE") == "True"
-	if c.RestartCount, err = envInt("TORCHELASTIC_RESTART_COUNT", false, 0, 1<<30); err != nil {
+	agent, _ := lookup("TORCHELASTIC_USE_AGENT_STORE")
+	c.AgentStore = agent == "True"
+	if c.RestartCount, err = envInt(lookup, "TORCHELASTIC_RESTART_COUNT", false, 0, 1<<30); err != nil {
 		return c, err
 	}
 	c.Device = CPU
@@ -106,8 +111,8 @@ func DistConfigFromEnv() (DistConfig, error) {
 }
 
 // envInt reads an integer variable in [lo, hi]; a missing optional one is 0.
-func envInt(name string, required bool, lo, hi int) (int, error) {
-	s, ok := os.LookupEnv(name)
+func envInt(lookup func(string) (string, bool), name string, required bool, lo, hi int) (int, error) {
+	s, ok := lookup(name)
 	if !ok || s == "" {
 		if required {
 			return 0, fmt.Errorf("torch: distributed: environment variable %s is not set", name)

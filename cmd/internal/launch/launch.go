@@ -71,27 +71,9 @@ func FromEnv(env map[string]string, device torch.Device, timeout time.Duration) 
 	return l, nil
 }
 
+// torchrunConfig reads torchrun's variables as the torch package does for its own process.
 func torchrunConfig(env map[string]string) (torch.DistConfig, error) {
-	var c torch.DistConfig
-	var err error
-	if c.WorldSize, err = intVar(env, "WORLD_SIZE", true, 1, 1<<20); err != nil {
-		return c, err
-	}
-	if c.Rank, err = intVar(env, "RANK", true, 0, c.WorldSize-1); err != nil {
-		return c, err
-	}
-	if c.LocalRank, err = intVar(env, "LOCAL_RANK", true, 0, c.WorldSize-1); err != nil {
-		return c, err
-	}
-	if c.MasterAddr = env["MASTER_ADDR"]; c.MasterAddr == "" {
-		return c, fmt.Errorf("MASTER_ADDR is not set")
-	}
-	if c.MasterPort, err = intVar(env, "MASTER_PORT", true, 1, 65535); err != nil {
-		return c, err
-	}
-	c.AgentStore = env["TORCHELASTIC_USE_AGENT_STORE"] == "True"
-	c.RestartCount, err = intVar(env, "TORCHELASTIC_RESTART_COUNT", false, 0, 1<<30)
-	return c, err
+	return torch.DistConfigFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }
 
 func slurmConfig(env map[string]string) (torch.DistConfig, error) {

@@ -33,7 +33,7 @@ func TestFromEnv(t *testing.T) {
 		{"srun with MASTER_ADDR", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "MASTER_ADDR": "head", "MASTER_PORT": "7000"},
 			torch.CPU, Launch{Source: SLURM, Dist: torch.DistConfig{WorldSize: 2, MasterAddr: "head", MasterPort: 7000, Device: torch.CPU, Timeout: time.Minute}}, ""},
 		{"rank out of range", map[string]string{"WORLD_SIZE": "2", "RANK": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "a", "MASTER_PORT": "1"},
-			torch.CPU, Launch{}, `launch (torchrun): RANK="2": want an integer in [0, 1]`},
+			torch.CPU, Launch{}, `launch (torchrun): torch: distributed: RANK="2" is not an integer in [0, 1]`},
 		{"no master", map[string]string{"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0", "MASTER_PORT": "1"},
 			torch.CPU, Launch{}, "MASTER_ADDR is not set"},
 		{"srun without a host", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "2"},
