@@ -86,24 +86,8 @@ func TestTrainDataParallel(t *testing.T) {
 
 	// torchrun's contract, set by hand: two processes with RANK, WORLD_SIZE, LOCAL_RANK,
 	// MASTER_ADDR, MASTER_PORT.
-	port, err := launch.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tr := filepath.Join(dir, "torchrun")
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
-	for r := range 2 {
-		c := child(dpArgs(model, tr)...)
-		c.Env = append(c.Env, "WORLD_SIZE=2", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		var b bytes.Buffer
-		c.Stderr, c.Stdout = &b, &b
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, c), append(outs, &b)
-	}
+	cmds, outs := startRanks(t, 2, dpArgs(model, tr))
 	for r, c := range cmds {
 		if err := waitExit(c, 3*time.Minute); err != nil {
 			t.Fatalf("torchrun rank %d: %v\n%s", r, err, outs[r])
@@ -135,25 +119,9 @@ func TestTrainRankDies(t *testing.T) {
 	}
 	model := tinyModel(t)
 	runDir := filepath.Join(t.TempDir(), "run")
-	port, err := launch.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append(dpArgs(model, runDir), "--steps", "500", "--set", "train.eval_every=0", "--set", "train.checkpoint_every=0")
-	var cmds []*exec.Cmd
-	var out0 bytes.Buffer
-	for r := range 2 {
-		c := child(args...)
-		c.Env = append(c.Env, "WORLD_SIZE=2", "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
-		if r == 0 {
-			c.Stderr = &out0
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, c)
-	}
+	cmds, outs := startRanks(t, 2, args)
+	out0 := outs[0]
 	defer cmds[0].Process.Kill()
 	// Wait until training runs (rank 0 has written a step), then kill rank 1.
 	deadline := time.Now().Add(2 * time.Minute)
@@ -171,7 +139,7 @@ func TestTrainRankDies(t *testing.T) {
 	cmds[1].Wait()
 	killed := time.Now()
 	bound := watchdogDead + 45*time.Second
-	err = waitExit(cmds[0], bound)
+	err := waitExit(cmds[0], bound)
 	took := time.Since(killed)
 	t.Logf("rank 0 stopped %v after rank 1 was killed: %v; its last lines:\n%s", took.Round(time.Millisecond), err, lastLines(out0.String(), 3))
 	if err == nil || strings.Contains(err.Error(), "still running") {
@@ -180,6 +148,30 @@ func TestTrainRankDies(t *testing.T) {
 	if last := lastLines(out0.String(), 1); !strings.Contains(last, "rank 0 of 2") || !strings.Contains(last, "another rank died") {
 		t.Errorf("rank 0's error does not say which rank it is and what to look for:\n%s", last)
 	}
+}
+
+// startRanks starts n copies of `mtgrpo args` under torchrun's variables (the store on 127.0.0.1
+// at a free port), as torchrun would, each with its stdout and stderr in its buffer.
+func startRanks(t *testing.T, n int, args []string) ([]*exec.Cmd, []*bytes.Buffer) {
+	t.Helper()
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for r := range n {
+		c := child(args...)
+		c.Env = append(c.Env, "WORLD_SIZE="+strconv.Itoa(n), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		var b bytes.Buffer
+		c.Stderr, c.Stdout = &b, &b
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, c), append(outs, &b)
+	}
+	return cmds, outs
 }
 
 // waitExit waits for c at most d.

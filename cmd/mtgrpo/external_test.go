@@ -63,13 +63,7 @@ reward_computation:
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg := filepath.Join(dir, "config.yaml")
-			if err := os.WriteFile(cfg, []byte(c.yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			runDir := filepath.Join(dir, "run")
-			args := append([]string{"train", "--config", cfg}, tinyRun(model, runDir)...)
+			runDir, args := trainWithYAML(t, model, c.yaml)
 			args = append(args, "--steps", "2", "--set", "train.export=false", "--set", "train.report=false")
 			if err := run(args); err != nil {
 				t.Fatal(err)
@@ -117,13 +111,7 @@ func TestTrainExternalPartUnreachable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg := filepath.Join(dir, "config.yaml")
-			if err := os.WriteFile(cfg, []byte(c.yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			runDir := filepath.Join(dir, "run")
-			args := append([]string{"train", "--config", cfg}, tinyRun(model, runDir)...)
+			runDir, args := trainWithYAML(t, model, c.yaml)
 			err := run(append(args, "--steps", "1"))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v; want an error naming %q", err, c.want)
@@ -133,6 +121,19 @@ func TestTrainExternalPartUnreachable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trainWithYAML writes yaml as a configuration file and returns a run directory and the
+// arguments of a short `mtgrpo train` with it.
+func trainWithYAML(t *testing.T, model, yaml string) (runDir string, args []string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runDir = filepath.Join(dir, "run")
+	return runDir, append([]string{"train", "--config", cfg}, tinyRun(model, runDir)...)
 }
 
 // processesOf lists the pids of running processes whose executable is path.
