@@ -1,7 +1,9 @@
 package env
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"strings"
 )
@@ -12,20 +14,57 @@ import (
 // through the rollout like any policy so that contexts and chat template are exactly those of RL.
 type Demonstrator func(task Task, msgs []Message) (string, error)
 
-var multQuestion = regexp.MustCompile(`What is (\d+) \* (\d+)\?`)
+var (
+	multQuestion   = regexp.MustCompile(`What is (\d+(?: \* \d+)+)\?`)
+	multExpression = regexp.MustCompile(`^\s*(\d+)\s*\*\s*(\d+)\s*$`)
+)
 
-// demonstrateCalcMult calls the calculator with the task's product, then answers with the tool's
-// result after "####".
+// demonstrateCalcMult multiplies the task's numbers with the calculator one call at a time (the
+// first two, then each result by the next number), then answers with the last result after
+// "####". It reads where it is from the last call and its result alone, so it plays the same
+// under every condenser: the last call's left operand is the product of the numbers before its
+// right one.
 func demonstrateCalcMult(task Task, msgs []Message) (string, error) {
-	if n := len(msgs); n > 0 && msgs[n-1].Role == RoleTool {
-		return "#### " + strings.TrimSpace(msgs[n-1].Content), nil
-	}
+	var xs []string
 	for _, m := range task.Prompt {
 		if q := multQuestion.FindStringSubmatch(m.Content); q != nil {
-			return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%s * %s\"}}\n</tool_call>", q[1], q[2]), nil
+			xs = strings.Split(q[1], " * ")
 		}
 	}
-	return "", fmt.Errorf("env: calc_mult task %s has no \"What is A * B?\" question", task.ID)
+	if xs == nil {
+		return "", fmt.Errorf("env: calc_mult task %s has no \"What is A * B?\" question", task.ID)
+	}
+	call := func(a, b string) string {
+		return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%s * %s\"}}\n</tool_call>", a, b)
+	}
+	n := len(msgs)
+	if n < 2 || msgs[n-1].Role != RoleTool || msgs[n-2].Role != RoleAssistant || len(msgs[n-2].ToolCalls) == 0 {
+		return call(xs[0], xs[1]), nil
+	}
+	result := strings.TrimSpace(msgs[n-1].Content)
+	var args struct {
+		Expression string `json:"expression"`
+	}
+	if err := json.Unmarshal(msgs[n-2].ToolCalls[0].Function.Arguments, &args); err != nil {
+		return "", fmt.Errorf("env: calc_mult task %s: the last call's arguments: %w", task.ID, err)
+	}
+	ops := multExpression.FindStringSubmatch(args.Expression)
+	if ops == nil {
+		return "", fmt.Errorf("env: calc_mult task %s: the last call %q is not A * B", task.ID, args.Expression)
+	}
+	prefix := new(big.Int)
+	prefix.SetString(xs[0], 10)
+	for k := 1; k < len(xs); k++ {
+		if ops[1] == prefix.String() && ops[2] == xs[k] {
+			if k == len(xs)-1 {
+				return "#### " + result, nil
+			}
+			return call(result, xs[k+1]), nil
+		}
+		x, _ := new(big.Int).SetString(xs[k], 10)
+		prefix.Mul(prefix, x)
+	}
+	return "", fmt.Errorf("env: calc_mult task %s: the last call %q is no step of %s", task.ID, args.Expression, strings.Join(xs, " * "))
 }
 
 // demonstrateGSM8K writes the task's reference solution (extra_info.answer, GSM8K's worked

@@ -2,7 +2,9 @@ package env
 
 import (
 	"fmt"
+	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
@@ -94,18 +96,49 @@ func GenerateGSM8K(n int, seed int64) []data.Row {
 	return rows
 }
 
+// MultTask is the shape of generated calc_mult tasks (Config.Digits, Config.Factors).
+type MultTask struct {
+	// Digits is the length of each operand, 1 to 6. Fewer digits make an easier task for small
+	// models: less to copy into the tool call and out of the tool's result.
+	Digits int
+	// Factors is how many numbers are multiplied, 2 to 4. The demonstrator multiplies them one
+	// call at a time, so an episode has Factors-1 calculator turns and an answer turn: 3 and 4
+	// factors make the 3- and 4-turn episodes that condensed contexts are for.
+	Factors int
+}
+
+// DefaultMult is calc_mult's default: two 3-digit numbers.
+var DefaultMult = MultTask{Digits: 3, Factors: 2}
+
 // GenerateMult makes n "multiply two 3-digit numbers" rows (calc_mult).
-func GenerateMult(n int, seed int64) []data.Row {
+func GenerateMult(n int, seed int64) []data.Row { return DefaultMult.Generate(n, seed) }
+
+// Generate makes n calc_mult rows of this shape.
+func (m MultTask) Generate(n int, seed int64) []data.Row {
 	r := newRand(seed, "calc_mult")
+	lo, span := 1, 0
+	for range m.Digits - 1 {
+		lo *= 10
+	}
+	span = lo*10 - lo
+	if m.Digits == 1 {
+		lo, span = 2, 8 // 0 and 1 make trivial products
+	}
 	rows := make([]data.Row, n)
 	for i := range rows {
-		a, b := 100+r.IntN(900), 100+r.IntN(900)
-		q := fmt.Sprintf("What is %d * %d?", a, b)
+		xs := make([]string, m.Factors)
+		product := big.NewInt(1)
+		for k := range xs {
+			x := lo + r.IntN(span)
+			xs[k] = strconv.Itoa(x)
+			product.Mul(product, big.NewInt(int64(x)))
+		}
+		q := "What is " + strings.Join(xs, " * ") + "?"
 		rows[i] = data.Row{
 			DataSource:  "calc_mult",
-			Prompt:      []data.Message{{Role: "user", Content: q + " Use the calculator tool, then output the final answer after \"####\"."}},
+			Prompt:      []data.Message{{Role: "user", Content: q}},
 			Ability:     "math",
-			RewardModel: data.RewardModel{Style: "rule", GroundTruth: fmt.Sprint(a * b)},
+			RewardModel: data.RewardModel{Style: "rule", GroundTruth: product.String()},
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "question": q},
 		}
 	}

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 // Config selects and tunes an environment. Zero values mean each environment's default.
 type Config struct {
-	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult 3,
+	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult factors+1,
 	// wiki_qa 4, frozenlake 5, guess_number 7, countdown 1, data 1 or 4 with tools).
 	MaxTurns int
 	// Context is the trajectory reward rule: "off" (weighted sum), "inverse" (1/max context
@@ -26,6 +27,9 @@ type Config struct {
 	// CorpusPath is a JSONL corpus ({id, title, text}) for the search tool; default: the generated
 	// facts corpus of wiki_qa.
 	CorpusPath string
+	// Digits and Factors shape generated calc_mult tasks: operand length 1 to 6 and 2 to 4
+	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
+	Digits, Factors int
 	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
 	// so a small model can learn the rules first).
 	Slippery bool
@@ -46,6 +50,11 @@ type Config struct {
 	// environment that gains tools becomes multi-turn (IsMultiTurn): its turn limit is
 	// MaxTurns, or DefaultToolTurns when it had one turn. Game environments take none.
 	ExtraTools []Tool
+}
+
+// mult is the calc_mult task shape: Digits and Factors over DefaultMult.
+func (c Config) mult() MultTask {
+	return MultTask{Digits: cmp.Or(c.Digits, DefaultMult.Digits), Factors: cmp.Or(c.Factors, DefaultMult.Factors)}
 }
 
 // toolLimits are the per-message limits Config sets.
@@ -113,6 +122,12 @@ func Open(name string, cfg Config) (*Environment, error) {
 	default:
 		return nil, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", cfg.Context)
 	}
+	if d := cfg.mult().Digits; d < 1 || d > 6 {
+		return nil, fmt.Errorf("env: calc_mult digits %d (want 1 to 6)", d)
+	}
+	if f := cfg.mult().Factors; f < 2 || f > 4 {
+		return nil, fmt.Errorf("env: calc_mult factors %d (want 2 to 4)", f)
+	}
 	if cfg.Context == ContextScaled && cfg.Budget <= 0 {
 		return nil, fmt.Errorf("env: context reward \"scaled\" needs a token budget > 0")
 	}
@@ -154,7 +169,7 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 	return map[string]func(int, int64) []data.Row{
 		"gsm8k":        GenerateGSM8K,
 		"gsm8k_python": GenerateGSM8K,
-		"calc_mult":    GenerateMult,
+		"calc_mult":    cfg.mult().Generate,
 		"wiki_qa":      GenerateWikiQA,
 		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.Slippery) },
 		"guess_number": GenerateGuess,
@@ -244,9 +259,14 @@ func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
 	return chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)})
 }
 
+// calcMultInstruction is calc_mult's system prompt. It is short on purpose: the task is
+// synthetic and small models with byte-level vocabularies pay for every character of the
+// prompt, in compute and in how long they take to learn to attend to the question past it.
+const calcMultInstruction = `Call the calculator, then give the final answer after "####".`
+
 func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
-	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: toolSystemPrompt("calculator", mathFinish), Tools: ts, MaxTurns: 3, RubricFor: fixed(ToolMathRubric)})
+	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(ToolMathRubric)})
 	if err == nil {
 		e.Demonstrate = demonstrateCalcMult
 	}

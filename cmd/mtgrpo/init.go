@@ -35,6 +35,7 @@ func initModel(args []string) error {
 	fs.IntVar(&spec.NumAttentionHeads, "heads", 0, "attention heads (0: the preset's)")
 	fs.IntVar(&spec.NumKeyValueHeads, "kv-heads", 0, "key/value heads (0: the preset's)")
 	fs.IntVar(&spec.HeadDim, "head-dim", 0, "head dimension (0: hidden size / heads)")
+	fs.Float64Var(&spec.RopeTheta, "rope-theta", 0, "RoPE base (0: the architecture's)")
 	force := fs.Bool("force", false, "write into a non-empty --out, replacing the files init writes (other files are kept)")
 	threadSpec := threadsFlag(fs)
 	if err := initCommand.parse(fs, args); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -166,5 +167,24 @@ func TestAddressSpaceLimitIsReported(t *testing.T) {
 	}
 	if code := c.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "ulimit -v") {
 		t.Errorf("exit %d, stderr %q; want 1 and a message naming ulimit -v", code, stderr.String())
+	}
+}
+
+// --rope-theta replaces the architecture's RoPE base in config.json; a negative one is refused.
+func TestInitRopeTheta(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m")
+	if err := run([]string{"init", "--arch", "qwen2", "--out", out, "--rope-theta", "10000"}); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		RopeTheta float64 `json:"rope_theta"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "config.json"))
+	if err := json.Unmarshal(b, &cfg); err != nil || cfg.RopeTheta != 10000 {
+		t.Fatalf("config.json rope_theta %v (%v), want 10000 (qwen2's own is 1000000)", cfg.RopeTheta, err)
+	}
+	err := run([]string{"init", "--out", filepath.Join(t.TempDir(), "n"), "--rope-theta", "-1"})
+	if err == nil || !strings.Contains(err.Error(), "rope_theta") {
+		t.Fatalf("negative rope theta: %v", err)
 	}
 }

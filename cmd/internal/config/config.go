@@ -86,6 +86,8 @@ type InitConfig struct {
 	NumAttentionHeads int `yaml:"num_attention_heads"`
 	NumKeyValueHeads  int `yaml:"num_key_value_heads"`
 	HeadDim           int `yaml:"head_dim"`
+	// RopeTheta replaces the architecture's RoPE base (0 keeps it).
+	RopeTheta float64 `yaml:"rope_theta"`
 }
 
 // EnvConfig selects the environment (env.Config).
@@ -108,6 +110,10 @@ type EnvConfig struct {
 	Corpus string `yaml:"corpus"`
 	// Slippery makes generated frozen lakes slippery.
 	Slippery bool `yaml:"slippery"`
+	// Digits and Factors shape generated calc_mult tasks: operand length, 1 to 6 (0: 3), and
+	// how many numbers are multiplied, 2 to 4 (0: 2; each factor past two adds a tool turn).
+	Digits  int `yaml:"digits"`
+	Factors int `yaml:"factors"`
 	// MaxToolCalls and ToolTime bound one assistant message's tool calls (0: 5 calls, 20s).
 	MaxToolCalls int           `yaml:"max_tool_calls"`
 	ToolTime     time.Duration `yaml:"tool_time"`

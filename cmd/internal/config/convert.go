@@ -34,7 +34,7 @@ func (c *Config) Condenser() (rollout.Condenser, error) {
 func (i *InitConfig) Spec() modelinit.Spec {
 	return modelinit.Spec{Arch: i.Arch, Preset: i.Preset, Seed: i.Seed, HiddenSize: i.HiddenSize,
 		IntermediateSize: i.IntermediateSize, NumHiddenLayers: i.NumHiddenLayers, NumAttentionHeads: i.NumAttentionHeads,
-		NumKeyValueHeads: i.NumKeyValueHeads, HeadDim: i.HeadDim}
+		NumKeyValueHeads: i.NumKeyValueHeads, HeadDim: i.HeadDim, RopeTheta: i.RopeTheta}
 }
 
 // MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus
@@ -117,7 +117,7 @@ func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
 		return env.Config{}, err
 	}
 	return env.Config{MaxTurns: e.MaxTurns, Context: e.RewardRule, Budget: e.RewardBudget, Python: py,
-		CorpusPath: e.Corpus, Slippery: e.Slippery, Tools: e.Tools, Domain: e.Domain,
+		CorpusPath: e.Corpus, Slippery: e.Slippery, Digits: e.Digits, Factors: e.Factors, Tools: e.Tools, Domain: e.Domain,
 		MaxToolCalls: e.MaxToolCalls, ToolTime: e.ToolTime}, nil
 }
 

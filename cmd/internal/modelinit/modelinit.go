@@ -25,6 +25,11 @@ type Spec struct {
 	// Widths that replace the preset's; 0 keeps it. HeadDim 0 with a new HiddenSize or
 	// NumAttentionHeads is hidden/heads.
 	HiddenSize, IntermediateSize, NumHiddenLayers, NumAttentionHeads, NumKeyValueHeads, HeadDim int
+	// RopeTheta replaces the architecture's RoPE base (0 keeps it). Small models with short head
+	// dimensions learn position-dependent attention (copying) faster with a smaller base such as
+	// 10000: the architectures' 500000 or 1000000 leave few rotation frequencies that vary over a
+	// few hundred tokens.
+	RopeTheta float64
 }
 
 // Check names the first bad field of s.
@@ -41,6 +46,9 @@ func (s Spec) Check() error {
 		if v < 0 {
 			return fmt.Errorf("%s %d: must be at least 0 (0 keeps the preset's)", name, v)
 		}
+	}
+	if s.RopeTheta < 0 {
+		return fmt.Errorf("rope_theta %g: must be at least 0 (0 keeps the architecture's)", s.RopeTheta)
 	}
 	return nil
 }
@@ -68,6 +76,9 @@ func (s Spec) Config(v *model.Vocab) (*model.Config, *model.GenerationConfig, er
 	if cfg.HeadDim > 0 || s.HeadDim > 0 {
 		cfg.HeadDim = cfg.HiddenSize / cfg.NumAttentionHeads
 		set(&cfg.HeadDim, s.HeadDim)
+	}
+	if s.RopeTheta > 0 {
+		cfg.RopeTheta = s.RopeTheta
 	}
 	if s.DType != "" {
 		cfg.TorchDtype = s.DType
