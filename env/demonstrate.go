@@ -3,6 +3,7 @@ package env
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/big"
 	"regexp"
 	"strings"
@@ -18,6 +19,34 @@ var (
 	multQuestion   = regexp.MustCompile(`What is (\d+(?: \* \d+)+)\?`)
 	multExpression = regexp.MustCompile(`^\s*(\d+)\s*\*\s*(\d+)\s*$`)
 )
+
+// calcMultDemonstrator is demonstrateCalcMult, except that a share direct of the tasks (chosen
+// by a hash of the task's question, so the same ones every time) is answered at once with the
+// product, without the calculator.
+func calcMultDemonstrator(direct float64) Demonstrator {
+	return func(task Task, msgs []Message) (string, error) {
+		if direct > 0 && (len(msgs) == 0 || msgs[len(msgs)-1].Role != RoleTool) && unitHash(taskQuestion(task)) < direct {
+			return "#### " + task.GroundTruth, nil
+		}
+		return demonstrateCalcMult(task, msgs)
+	}
+}
+
+// taskQuestion is the text of the task's prompt.
+func taskQuestion(task Task) string {
+	var b strings.Builder
+	for _, m := range task.Prompt {
+		b.WriteString(m.Content)
+	}
+	return b.String()
+}
+
+// unitHash maps s to [0, 1) (FNV-1a).
+func unitHash(s string) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
 
 // demonstrateCalcMult multiplies the task's numbers with the calculator one call at a time (the
 // first two, then each result by the next number), then answers with the last result after

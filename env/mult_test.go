@@ -75,3 +75,49 @@ func TestCalcMultShapes(t *testing.T) {
 		}
 	}
 }
+
+// DirectDemos: that share of the tasks is demonstrated with the product at once (one turn, still
+// right), the same tasks every time; the rest call the calculator first.
+func TestCalcMultDirectDemos(t *testing.T) {
+	e := open(t, "calc_mult", Config{Digits: 2, DirectDemos: 0.5})
+	rows, err := e.Generate(400, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := 0
+	for i, row := range rows {
+		task := TaskFromRow(row, i)
+		first, err := e.Demonstrate(task, []Message{Text(RoleUser, row.Prompt[0].Content)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := e.Demonstrate(task, []Message{Text(RoleUser, row.Prompt[0].Content)})
+		if again != first {
+			t.Fatalf("task %d demonstrated as %q, then %q", i, first, again)
+		}
+		if strings.HasPrefix(first, "#### ") {
+			direct++
+			traj, s := episode(t, e.New(), task, func(int, []Message) string { return first })
+			if len(traj.Turns) != 1 || s.Reward != 1 {
+				t.Fatalf("direct demonstration %q: %d turns, reward %v", first, len(traj.Turns), s.Reward)
+			}
+		} else if !strings.Contains(first, `"name": "calculator"`) {
+			t.Fatalf("task %d demonstrated as %q", i, first)
+		}
+	}
+	// 400 draws of a fair coin: 200 ± 10 (one standard deviation); ±50 is five of them.
+	if direct < 150 || direct > 250 {
+		t.Errorf("%d of 400 demonstrations direct, want about 200", direct)
+	}
+	none := open(t, "calc_mult", Config{Digits: 2})
+	for i, row := range rows[:50] {
+		if d, _ := none.Demonstrate(TaskFromRow(row, i), nil); strings.HasPrefix(d, "#### ") {
+			t.Fatalf("DirectDemos 0 answered task %d directly", i)
+		}
+	}
+	for _, bad := range []float64{-0.1, 1.5} {
+		if _, err := Open("calc_mult", Config{DirectDemos: bad}); err == nil || !strings.Contains(err.Error(), "direct_demos") {
+			t.Errorf("DirectDemos %v: %v", bad, err)
+		}
+	}
+}

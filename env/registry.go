@@ -30,6 +30,12 @@ type Config struct {
 	// Digits and Factors shape generated calc_mult tasks: operand length 1 to 6 and 2 to 4
 	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
 	Digits, Factors int
+	// DirectDemos is the share (0 to 1) of calc_mult demonstrations that state the product
+	// without calling the calculator, as a demonstrator that does the arithmetic itself would (a
+	// larger model's transcripts). A small model cannot imitate those: after such a warm-up it
+	// answers some tasks from memory and gets them wrong, and RL has to learn that calling the
+	// tool pays.
+	DirectDemos float64
 	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
 	// so a small model can learn the rules first).
 	Slippery bool
@@ -124,6 +130,9 @@ func Open(name string, cfg Config) (*Environment, error) {
 	}
 	if d := cfg.mult().Digits; d < 1 || d > 6 {
 		return nil, fmt.Errorf("env: calc_mult digits %d (want 1 to 6)", d)
+	}
+	if cfg.DirectDemos < 0 || cfg.DirectDemos > 1 {
+		return nil, fmt.Errorf("env: direct_demos %g (want a share from 0 to 1)", cfg.DirectDemos)
 	}
 	if f := cfg.mult().Factors; f < 2 || f > 4 {
 		return nil, fmt.Errorf("env: calc_mult factors %d (want 2 to 4)", f)
@@ -268,7 +277,7 @@ func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
 	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(ToolMathRubric)})
 	if err == nil {
-		e.Demonstrate = demonstrateCalcMult
+		e.Demonstrate = calcMultDemonstrator(cfg.DirectDemos)
 	}
 	return e, err
 }

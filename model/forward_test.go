@@ -220,45 +220,46 @@ func TestTrainGradientMatchesFiniteDifference(t *testing.T) {
 			return err
 		}
 		g, _ := gradsOf(t, m, b, ForwardOptions{Checkpoint: true})
-		name := "model.layers.1.mlp.down_proj.weight"
-		// In bf16 the finite difference is taken on a float32 twin of the same weights (f32Twin),
-		// and the bf16 gradient must be within 1% of the tensor's largest gradient of it (0.31% was
-		// seen).
-		ref := m
-		if lowPrecision() {
-			ref = f32Twin(t, m)
-			defer ref.Close()
-		}
-		w := param(t, ref, name)
-		gscale := maxAbs(g[name])
-		lossAt := func() float64 {
-			out, err := ref.LogProbs(b, ForwardOptions{})
-			if err != nil {
-				t.Fatal(err)
+		for _, name := range []string{"model.layers.1.mlp.down_proj.weight", "model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.k_proj.weight", "model.layers.0.self_attn.k_proj.weight"} {
+			// In bf16 the finite difference is taken on a float32 twin of the same weights (f32Twin),
+			// and the bf16 gradient must be within 1% of the tensor's largest gradient of it (0.31% was
+			// seen).
+			ref := m
+			if lowPrecision() {
+				ref = f32Twin(t, m)
+				defer ref.Close()
 			}
-			wts := make([]float32, 6)
-			for i := range wts {
-				wts[i] = float32(1 + i%3)
+			w := param(t, ref, name)
+			gscale := maxAbs(g[name])
+			lossAt := func() float64 {
+				out, err := ref.LogProbs(b, ForwardOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wts := make([]float32, 6)
+				for i := range wts {
+					wts[i] = float32(1 + i%3)
+				}
+				lp := out.LogProbs.Float32s()
+				s := 0.0
+				for i := range lp {
+					s -= float64(wts[i]) * float64(lp[i])
+				}
+				return s
 			}
-			lp := out.LogProbs.Float32s()
-			s := 0.0
-			for i := range lp {
-				s -= float64(wts[i]) * float64(lp[i])
-			}
-			return s
-		}
-		const eps = 1e-2
-		for _, idx := range []int64{0, 37, 100} {
-			flat := w.Detach().View(-1)
-			orig := flat.Narrow(0, idx, 1).Float()
-			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig + eps) })
-			up := lossAt()
-			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig - eps) })
-			down := lossAt()
-			torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig) })
-			fd := (up - down) / (2 * eps)
-			if got := float64(g[name][idx]); math.Abs(got-fd) > tol(2e-3*math.Max(1, math.Abs(fd)), 0.01*gscale) {
-				t.Errorf("%s[%d]: gradient %v, finite difference %v (largest gradient %v)", name, idx, got, fd, gscale)
+			const eps = 1e-2
+			for _, idx := range []int64{0, 37, 100} {
+				flat := w.Detach().View(-1)
+				orig := flat.Narrow(0, idx, 1).Float()
+				torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig + eps) })
+				up := lossAt()
+				torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig - eps) })
+				down := lossAt()
+				torch.NoGrad(func() { flat.Narrow(0, idx, 1).Fill_(orig) })
+				fd := (up - down) / (2 * eps)
+				if got := float64(g[name][idx]); math.Abs(got-fd) > tol(2e-3*math.Max(1, math.Abs(fd)), 0.01*gscale) {
+					t.Errorf("%s[%d]: gradient %v, finite difference %v (largest gradient %v)", name, idx, got, fd, gscale)
+				}
 			}
 		}
 		return nil

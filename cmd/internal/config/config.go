@@ -114,6 +114,9 @@ type EnvConfig struct {
 	// how many numbers are multiplied, 2 to 4 (0: 2; each factor past two adds a tool turn).
 	Digits  int `yaml:"digits"`
 	Factors int `yaml:"factors"`
+	// DirectDemos is the share of calc_mult demonstrations that answer without the calculator
+	// (0 to 1; see env.Config.DirectDemos).
+	DirectDemos float64 `yaml:"direct_demos"`
 	// MaxToolCalls and ToolTime bound one assistant message's tool calls (0: 5 calls, 20s).
 	MaxToolCalls int           `yaml:"max_tool_calls"`
 	ToolTime     time.Duration `yaml:"tool_time"`

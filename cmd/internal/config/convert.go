@@ -117,7 +117,7 @@ func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
 		return env.Config{}, err
 	}
 	return env.Config{MaxTurns: e.MaxTurns, Context: e.RewardRule, Budget: e.RewardBudget, Python: py,
-		CorpusPath: e.Corpus, Slippery: e.Slippery, Digits: e.Digits, Factors: e.Factors, Tools: e.Tools, Domain: e.Domain,
+		CorpusPath: e.Corpus, Slippery: e.Slippery, Digits: e.Digits, Factors: e.Factors, DirectDemos: e.DirectDemos, Tools: e.Tools, Domain: e.Domain,
 		MaxToolCalls: e.MaxToolCalls, ToolTime: e.ToolTime}, nil
 }
 
