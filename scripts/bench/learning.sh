@@ -5,8 +5,11 @@
 #               then STEPS RL steps from it with trajectory-level multi-turn GRPO (grpo_multiturn)
 #               and with MT-GRPO (mt_grpo, turn-level credit).
 #   contexts    calc_mult with three factors (two calculator calls, then the answer: 3 turns):
-#               one warm-up on full-history demonstrations, then STEPS RL steps from it with the
-#               full history and with keep-last-1 condensed contexts.
+#               one warm-up of SFT_STEPS3 steps on full-history demonstrations (more copying to
+#               learn), then STEPS RL steps from it with the full history and with keep-last-1
+#               condensed contexts.
+#
+# COMPARE picks the comparisons (default: both, side by side, one thread each).
 #
 # Every run evaluates on the same held-out tasks every EVERY RL steps (greedy, as the demo does)
 # and before the first RL step. Prints one table per comparison: held-out score per RL step, and
@@ -16,26 +19,29 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-learning}
-SFT_STEPS=${SFT_STEPS:-380} STEPS=${STEPS:-30} EVERY=${EVERY:-5}
+SFT_STEPS=${SFT_STEPS:-380} SFT_STEPS3=${SFT_STEPS3:-600} STEPS=${STEPS:-30} EVERY=${EVERY:-5}
+COMPARE=${COMPARE:-estimators contexts}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0)
 
-# warm NAME [--set ...]: SFT_STEPS warm-up steps (and the one RL step a run needs), exported as
+# warm NAME STEPS [--set ...]: STEPS warm-up steps (and the one RL step a run needs), exported as
 # OUT/NAME-model from the checkpoint at the end of the warm-up.
 warm() {
-  local name=$1
-  shift
-  "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$SFT_STEPS" --steps 1 \
-    --set train.checkpoint_every="$SFT_STEPS" --set train.keep_checkpoints=2 --set train.export=false \
+  local name=$1 steps=$2
+  shift 2
+  rm -rf "${OUT:?}/$name" "$OUT/$name-model"
+  "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$steps" --steps 1 \
+    --set train.checkpoint_every="$steps" --set train.keep_checkpoints=2 --set train.export=false \
     --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
-  "$BIN" export "$OUT/$name/checkpoints/step-$(printf %08d "$SFT_STEPS")" --out "$OUT/$name-model" --force >/dev/null
+  "$BIN" export "$OUT/$name/checkpoints/step-$(printf %08d "$steps")" --out "$OUT/$name-model" --force >/dev/null
 }
 
 # rl NAME MODEL [--set ...]: STEPS RL steps from MODEL, evaluated at the start and every EVERY steps.
 rl() {
   local name=$1 model=$2
   shift 2
+  rm -rf "${OUT:?}/$name"
   "$BIN" train --config configs/demo.yaml --model "$model" --run-dir "$OUT/$name" --set sft.steps=0 \
     --steps "$STEPS" --set train.eval_every="$EVERY" --set train.checkpoint_every=0 --set train.export=false \
     "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
@@ -64,7 +70,7 @@ EOF
 }
 
 estimators() {
-  warm warm2
+  warm warm2 "$SFT_STEPS"
   rl grpo_multiturn "$OUT/warm2-model" --set advantage.estimator=grpo_multiturn
   rl mt_grpo "$OUT/warm2-model" --set advantage.estimator=mt_grpo
 }
@@ -73,19 +79,27 @@ three=(--set env.factors=3 --set rollout.max_turns=4)
 full=(--set rollout.condenser.type=full)
 last1=(--set rollout.condenser.type=last_n --set rollout.condenser.keep_last_n=1)
 contexts() {
-  warm warm3 "${three[@]}" "${full[@]}"
+  warm warm3 "$SFT_STEPS3" "${three[@]}" "${full[@]}"
   rl full "$OUT/warm3-model" "${three[@]}" "${full[@]}"
   rl keep_last_1 "$OUT/warm3-model" "${three[@]}" "${last1[@]}"
 }
 
-estimators &
-e=$!
-contexts &
-c=$!
-wait "$e"
-wait "$c"
-echo "estimators (calc_mult, 2 factors; warm-up $SFT_STEPS SFT steps):"
-table grpo_multiturn mt_grpo
-echo
-echo "contexts (calc_mult, 3 factors; warm-up $SFT_STEPS SFT steps with the full history):"
-table full keep_last_1
+pids=()
+for c in $COMPARE; do
+  "$c" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+for c in $COMPARE; do
+  case $c in
+  estimators)
+    echo "estimators (calc_mult, 2 factors; warm-up $SFT_STEPS SFT steps):"
+    table grpo_multiturn mt_grpo
+    ;;
+  contexts)
+    echo "contexts (calc_mult, 3 factors; warm-up $SFT_STEPS3 SFT steps with the full history):"
+    table full keep_last_1
+    ;;
+  esac
+  echo
+done
