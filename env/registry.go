@@ -96,7 +96,7 @@ type entry struct {
 var registry = map[string]entry{
 	"gsm8k":        {"GSM8K-format word problems, single turn, answer after ####", openGSM8K},
 	"gsm8k_python": {"GSM8K-format word problems with the python tool (MT-GRPO's gsm8k_code)", openGSM8KPython},
-	"calc_mult":    {"multiply two 3-digit numbers with the calculator tool", openCalcMult},
+	"calc_mult":    {"multiply numbers with the calculator tool (two 3-digit ones unless digits/factors say otherwise)", openCalcMult},
 	"wiki_qa":      {"questions about invented countries, answered with the search tool", openWikiQA},
 	"frozenlake":   {"FrozenLake as text (RAGEN), multi-turn", openFrozenLake},
 	"guess_number": {"guess a number in 1..100 from higher/lower feedback, multi-turn", openGuess},

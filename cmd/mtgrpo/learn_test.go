@@ -40,8 +40,10 @@ func TestMultiTurnGRPOLearns(t *testing.T) {
 	}
 	before, after := val[learnSFT], val[learnSFT+learnRL]
 	t.Logf("held-out score by step %v", val)
-	if _, ok := val[learnSFT+learnRL]; !ok {
-		t.Fatalf("no evaluation at the last step (evaluated at %v)", val)
+	for _, step := range []int{learnSFT, learnSFT + learnRL} {
+		if _, ok := val[step]; !ok {
+			t.Fatalf("no evaluation at step %d (evaluated at %v)", step, val)
+		}
 	}
 	// Observed on 2 cores: 0.462 after the warm-up (24 of the 52 held-out tasks right), then
 	// 0.519, 0.596, 0.596 every 10 GRPO steps (31 right). The warm-up alone is a moving target
