@@ -5,16 +5,17 @@
 #               then STEPS RL steps from it with trajectory-level multi-turn GRPO (grpo_multiturn)
 #               and with MT-GRPO (mt_grpo, turn-level credit).
 #   contexts    calc_mult with three factors (two calculator calls, then the answer: 3 turns):
-#               one warm-up of SFT_STEPS3 steps on full-history demonstrations (more copying to
-#               learn), then STEPS RL steps from it with the full history and with keep-last-1
-#               condensed contexts.
+#               STEPS RL steps with the full history and with keep-last-1 condensed contexts,
+#               each after a warm-up of SFT_STEPS3 steps (more copying to learn) on
+#               demonstrations played with its own contexts (a model warmed up on full histories
+#               scores 0 on keep-last-1 contexts).
 #
 # COMPARE picks the comparisons (default: both, side by side, one thread each).
 #
 # Every run evaluates on the same held-out tasks every EVERY RL steps (greedy, as the demo does)
 # and before the first RL step. Prints one table per comparison: held-out score per RL step, and
 # each run's largest context. Runs stay under OUT. The two comparisons run side by side, one
-# thread each: about 20 minutes on 2 cores with the defaults.
+# thread each: about 40 minutes on 2 cores with the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
@@ -81,7 +82,8 @@ last1=(--set rollout.condenser.type=last_n --set rollout.condenser.keep_last_n=1
 contexts() {
   warm warm3 "$SFT_STEPS3" "${three[@]}" "${full[@]}"
   rl full "$OUT/warm3-model" "${three[@]}" "${full[@]}"
-  rl keep_last_1 "$OUT/warm3-model" "${three[@]}" "${last1[@]}"
+  warm warm3last1 "$SFT_STEPS3" "${three[@]}" "${last1[@]}"
+  rl keep_last_1 "$OUT/warm3last1-model" "${three[@]}" "${last1[@]}"
 }
 
 pids=()
@@ -97,7 +99,7 @@ for c in $COMPARE; do
     table grpo_multiturn mt_grpo
     ;;
   contexts)
-    echo "contexts (calc_mult, 3 factors; warm-up $SFT_STEPS3 SFT steps with the full history):"
+    echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS3 SFT steps on its own contexts):"
     table full keep_last_1
     ;;
   esac
