@@ -300,7 +300,12 @@ type SFTConfig struct {
 	LR    float64 `yaml:"lr"`
 	// Warmup is the number of steps over which the learning rate rises linearly to LR.
 	Warmup int `yaml:"warmup"`
-	Batch  int `yaml:"batch"`
+	// Schedule after warmup: constant, or cosine down to MinLRRatio·LR at the last SFT step (a
+	// warm-up that ends at a small rate ends in a settled model, not wherever the last steps at
+	// full rate left it).
+	Schedule   grpo.Schedule `yaml:"schedule"`
+	MinLRRatio float64       `yaml:"min_lr_ratio"`
+	Batch      int           `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
 	Tasks int `yaml:"tasks"`
 }
@@ -372,7 +377,7 @@ func Defaults() *Config {
 			OverlongLen: g.DAPO.OverlongLen, OverlongFactor: g.DAPO.OverlongFactor},
 		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
 			MaxGradNorm: g.Critic.MaxGradNorm},
-		SFT:   SFTConfig{LR: 1e-4, Batch: 16, Tasks: 256},
+		SFT:   SFTConfig{LR: 1e-4, Schedule: grpo.Constant, Batch: 16, Tasks: 256},
 		Train: TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
 		Eval:  EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
 	}

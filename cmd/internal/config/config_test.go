@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,6 +80,38 @@ func TestResolutionOrder(t *testing.T) {
 	}
 }
 
+// The SFT warm-up has its own rate, warmup and schedule, spread over sft.steps; RL keeps optim's.
+func TestSFTTrainerSchedule(t *testing.T) {
+	f := writeYAML(t, "sft:\n  steps: 200\n  lr: 2.0e-3\n  warmup: 10\n  schedule: cosine\n  min_lr_ratio: 0.1\noptim:\n  lr: 1.0e-5\n")
+	c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.SFTTrainer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := g.Optim
+	if o.LR != 2e-3 || o.Warmup != 10 || o.Schedule != grpo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
+		t.Errorf("SFT optimizer: lr %v warmup %d schedule %s floor %v total %d; want 0.002, 10, cosine, 0.1, 200",
+			o.LR, o.Warmup, o.Schedule, o.MinLRRatio, o.TotalSteps)
+	}
+	// Half-way through the cosine part (step 10 + 95): the floor plus half the way to the peak.
+	if lr, want := grpo.LR(o.LR, 105, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio), 2e-4+0.5*1.8e-3; math.Abs(lr-want) > 1e-12 {
+		t.Errorf("lr at SFT step 105: %v, want %v", lr, want)
+	}
+	if r, err := c.Trainer(); err != nil || r.Optim.LR != 1e-5 || r.Optim.Schedule != grpo.Constant {
+		t.Errorf("RL optimizer: lr %v schedule %s (%v); want optim's 1e-5, constant", r.Optim.LR, r.Optim.Schedule, err)
+	}
+	c, err = Resolve(Sources{LookupEnv: noEnv, Overrides: withModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SFT.Schedule != grpo.Constant {
+		t.Errorf("default sft.schedule %q, want constant", c.SFT.Schedule)
+	}
+}
+
 // Bad input names the key and the file and line (or the variable, or the flag).
 func TestErrorsNameKeyAndPlace(t *testing.T) {
 	cases := []struct {
@@ -106,6 +139,8 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{"env:\n  name: chess\n", []string{":2:", "env.name", `unknown environment "chess"`}},
 		{"reward_computation:\n  type: http\n  url: ftp://x\n", []string{"c.yaml:2", "reward_computation.url"}},
 		{"init:\n  arch: gpt2\n  preset: tiny\n", []string{":2:", "init", `unknown architecture "gpt2"`}},
+		{"sft:\n  schedule: linear\n", []string{":2:", "sft.schedule", `unknown lr schedule "linear"`}},
+		{"sft:\n  steps: 5\n  min_lr_ratio: 2\n", []string{"sft.min_lr_ratio", "must be in [0, 1]"}},
 	}
 	for _, tc := range cases {
 		f := writeYAML(t, tc.yaml)

@@ -96,14 +96,15 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	return g, nil
 }
 
-// SFTTrainer is the trainer's configuration for the SFT warm-up: the run's, with sft.lr at a
-// constant rate and no warmup.
+// SFTTrainer is the trainer's configuration for the SFT warm-up: the run's, with the sft
+// section's learning rate, warmup and schedule (over sft.steps).
 func (c *Config) SFTTrainer() (grpo.Config, error) {
 	g, err := c.Trainer()
 	if err != nil {
 		return g, err
 	}
-	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.TotalSteps = c.SFT.LR, c.SFT.Warmup, grpo.Constant, 0
+	s := c.SFT
+	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.MinLRRatio, g.Optim.TotalSteps = s.LR, s.Warmup, s.Schedule, s.MinLRRatio, s.Steps
 	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
 	g.Advantage.Estimator = grpo.EstGRPO
 	return g, nil

@@ -162,6 +162,9 @@ func (c *Config) validateLoop() error {
 		if !(s.LR > 0) || math.IsInf(s.LR, 0) {
 			return c.bad("sft.lr", "%v: must be a finite number > 0", s.LR)
 		}
+		if !(s.MinLRRatio >= 0 && s.MinLRRatio <= 1) {
+			return c.bad("sft.min_lr_ratio", "%v: must be in [0, 1]", s.MinLRRatio)
+		}
 	}
 	if !(e.Temperature >= 0 && e.Temperature <= 100) {
 		return c.bad("eval.temperature", "%v: must be in [0, 100]", e.Temperature)
