@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
-# Learning curves of the tiny demo model on calc_mult: the figures of docs/bench/learning.md.
+# Learning curves of the tiny demo model on calc_mult with three factors (two calculator calls,
+# then the answer: 3 turns): the "Estimators and contexts" tables of docs/bench/learning.md.
 #
-#   estimators  one SFT warm-up of SFT_STEPS steps (configs/demo.yaml: model, task, settings),
-#               then STEPS RL steps from it with trajectory-level multi-turn GRPO (grpo_multiturn)
-#               and with MT-GRPO (mt_grpo, turn-level credit).
-#   contexts    calc_mult with three factors (two calculator calls, then the answer: 3 turns):
-#               STEPS RL steps with the full history and with keep-last-1 condensed contexts,
-#               each after a warm-up of SFT_STEPS3 steps (more copying to learn) on
-#               demonstrations played with its own contexts (a model warmed up on full histories
-#               scores 0 on keep-last-1 contexts).
+#   contexts    STEPS RL steps with the full history and with keep-last-1 condensed contexts,
+#               each after a warm-up of SFT_STEPS steps (constant rate) on demonstrations played
+#               with its own contexts (a model warmed up on full histories scores 0 on keep-last-1
+#               contexts).
+#   estimators  from the keep-last-1 warm-up, STEPS RL steps with trajectory-level multi-turn GRPO
+#               (grpo_multiturn, the contexts comparison's keep-last-1 run) and with MT-GRPO
+#               (mt_grpo, turn-level credit).
 #
-# COMPARE picks the comparisons (default: both, side by side, one thread each).
-#
-# Every run evaluates on the same held-out tasks every EVERY RL steps (greedy, as the demo does)
-# and before the first RL step. Prints one table per comparison: held-out score per RL step, and
-# each run's largest context. Runs stay under OUT. The two comparisons run side by side, one
-# thread each: about 40 minutes on 2 cores with the defaults.
+# The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
+# held-out tasks every EVERY RL steps (greedy, as the demo does) and before the first RL step.
+# Prints one table per comparison: held-out score per RL step, and each run's largest context.
+# Runs stay under OUT. The two warm-ups run side by side, one thread each: about 25 minutes on 2
+# cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-learning}
-SFT_STEPS=${SFT_STEPS:-380} SFT_STEPS3=${SFT_STEPS3:-600} STEPS=${STEPS:-30} EVERY=${EVERY:-5}
-COMPARE=${COMPARE:-estimators contexts}
+SFT_STEPS=${SFT_STEPS:-560} STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0)
@@ -34,7 +32,7 @@ warm() {
   rm -rf "${OUT:?}/$name" "$OUT/$name-model"
   "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$steps" --steps 1 \
     --set train.checkpoint_every="$steps" --set train.keep_checkpoints=2 --set train.export=false \
-    --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
+    --set sft.schedule=constant --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
   "$BIN" export "$OUT/$name/checkpoints/step-$(printf %08d "$steps")" --out "$OUT/$name-model" --force >/dev/null
 }
 
@@ -70,38 +68,28 @@ print("| largest context (tokens) | " + " | ".join("%d" % ctx[r] for r in runs) 
 EOF
 }
 
-estimators() {
-  warm warm2 "$SFT_STEPS"
-  rl grpo_multiturn "$OUT/warm2-model" --set advantage.estimator=grpo_multiturn
-  rl mt_grpo "$OUT/warm2-model" --set advantage.estimator=mt_grpo
-}
-
 three=(--set env.factors=3 --set rollout.max_turns=4)
 full=(--set rollout.condenser.type=full)
 last1=(--set rollout.condenser.type=last_n --set rollout.condenser.keep_last_n=1)
-contexts() {
-  warm warm3 "$SFT_STEPS3" "${three[@]}" "${full[@]}"
+
+keep_last_1() {
+  warm warm3last1 "$SFT_STEPS" "${three[@]}" "${last1[@]}"
+  rl keep_last_1 "$OUT/warm3last1-model" "${three[@]}" "${last1[@]}" --set advantage.estimator=grpo_multiturn
+  rl mt_grpo "$OUT/warm3last1-model" "${three[@]}" "${last1[@]}" --set advantage.estimator=mt_grpo
+}
+full_history() {
+  warm warm3 "$SFT_STEPS" "${three[@]}" "${full[@]}"
   rl full "$OUT/warm3-model" "${three[@]}" "${full[@]}"
-  warm warm3last1 "$SFT_STEPS3" "${three[@]}" "${last1[@]}"
-  rl keep_last_1 "$OUT/warm3last1-model" "${three[@]}" "${last1[@]}"
 }
 
-pids=()
-for c in $COMPARE; do
-  "$c" &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p"; done
-for c in $COMPARE; do
-  case $c in
-  estimators)
-    echo "estimators (calc_mult, 2 factors; warm-up $SFT_STEPS SFT steps):"
-    table grpo_multiturn mt_grpo
-    ;;
-  contexts)
-    echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS3 SFT steps on its own contexts):"
-    table full keep_last_1
-    ;;
-  esac
-  echo
-done
+keep_last_1 &
+a=$!
+full_history &
+b=$!
+wait "$a"
+wait "$b"
+echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS SFT steps on its own contexts):"
+table full keep_last_1
+echo
+echo "estimators (from the keep-last-1 warm-up):"
+table keep_last_1 mt_grpo
