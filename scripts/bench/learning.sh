@@ -13,7 +13,7 @@
 # The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
 # held-out tasks every EVERY RL steps (greedy, as the demo does) and before the first RL step.
 # Prints one table per comparison: held-out score per RL step, and each run's largest context.
-# Runs stay under OUT. The two warm-ups run side by side, one thread each: about 25 minutes on 2
+# Runs stay under OUT. The two warm-ups run side by side, one thread each: about 20 minutes on 2
 # cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
