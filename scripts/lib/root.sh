@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Throwaway Debian machines for the setup checks (scripts/check_*.sh): a debootstrapped root per
 # suite, cached outside the clone, and a way to run a command in a fresh copy of it holding a clean
-# clone of a commit. Sourced, not run. Needs root, debootstrap, unshare and overlayfs.
+# clone of a commit. Sourced, not run. Needs root, Go and overlayfs; debootstrap, unshare,
+# pivot_root and git are installed with apt when missing (root_require).
 #
 #   root_base NAME SUITE COMPONENTS sets ROOT_BASE: the cached minimal root NAME of the suite
 #                                   with those archive components (built when missing, when its
@@ -38,13 +39,26 @@ ROOT_PACKAGES=${ROOT_PACKAGES:-ca-certificates,git,make}
 root_say() { printf '%s: %s\n' "${ROOT_CHECK:-root}" "$*" >&2; }
 root_die() { root_say "$*"; exit 1; }
 
+# root_require checks what the checks need on this machine. The Debian tools they use (debootstrap,
+# unshare and pivot_root from util-linux, git) are installed with apt when missing, as
+# scripts/setup.sh does for the project: a machine that has only Go and the clone can run them.
 root_require() {
   [ "$(id -u)" = 0 ] || root_die "needs root (debootstrap, mount namespaces, overlayfs)"
-  local t
-  for t in debootstrap unshare pivot_root git; do
-    command -v "$t" >/dev/null || root_die "needs $t (apt-get install debootstrap util-linux git)"
-  done
   command -v go >/dev/null || root_die "needs Go on this machine (it is copied into the root)"
+  local t missing=()
+  for t in debootstrap unshare pivot_root git; do
+    command -v "$t" >/dev/null || missing+=("$t")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  command -v apt-get >/dev/null ||
+    root_die "needs ${missing[*]} (apt-get install debootstrap util-linux git) and found no apt-get"
+  root_say "installing debootstrap util-linux git with apt (missing: ${missing[*]})"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      debootstrap util-linux git; } >&2 ||
+    root_die "apt-get install debootstrap util-linux git failed (missing: ${missing[*]})"
+  for t in "${missing[@]}"; do
+    command -v "$t" >/dev/null || root_die "needs $t: still missing after apt-get install"
+  done
 }
 
 # root_recipe prints everything a base root depends on; its hash is the cache key.
