@@ -50,7 +50,9 @@
 // rules of multi-turn GRPO with condensed contexts, 1/max_t|c_t| ("inverse") or
 // budget/max_t|c_t| ("scaled") when every gate function (format, correctness) passes and 0
 // otherwise. TurnReward is MT-GRPO's R_turn: the turn rewards summed over the turns up to and
-// including the first tool call.
+// including the first tool call. calc_mult's turn rewards are tool_success and partial_product
+// (the turn's tool result is a new product of the question's numbers), so on three or more factors
+// R_turn tells a right first step from a miscopied one.
 //
 // # Environments
 //

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 // calc_mult's task shapes: operand digits and factor counts, with the product as ground truth.
@@ -118,6 +120,69 @@ func TestCalcMultDirectDemos(t *testing.T) {
 	for _, bad := range []float64{-0.1, 1.5} {
 		if _, err := Open("calc_mult", Config{DirectDemos: bad}); err == nil || !strings.Contains(err.Error(), "direct_demos") {
 			t.Errorf("DirectDemos %v: %v", bad, err)
+		}
+	}
+}
+
+// calc_mult's turn reward partial_product credits each calculator turn for its own step: a new
+// product of two or more of the question's numbers. Worked by hand on "What is 12 * 34 * 56?":
+// the partial products are 408 (12·34), 672 (12·56), 1904 (34·56) and 22848.
+func TestCalcMultPartialProductTurn(t *testing.T) {
+	got := partialProducts("What is 12 * 34 * 56?")
+	want := []string{"408", "672", "1904", "22848"}
+	if len(got) != len(want) {
+		t.Fatalf("partial products %v, want %v", got, want)
+	}
+	for _, p := range want {
+		if !got[p] {
+			t.Fatalf("partial products %v lack %s", got, p)
+		}
+	}
+	if partialProducts("What is 2 + 3?") != nil {
+		t.Fatal("a question that is no product has partial products")
+	}
+
+	e := open(t, "calc_mult", Config{Digits: 2, Factors: 3})
+	task := TaskFromRow(data.Row{
+		Prompt:      []data.Message{{Role: "user", Content: "What is 12 * 34 * 56?"}},
+		RewardModel: data.RewardModel{GroundTruth: "22848"},
+	}, 0)
+	calls := func(exprs ...string) policy {
+		return func(turn int, h []Message) string {
+			if turn < len(exprs) {
+				return fmt.Sprintf("<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": %q}}\n</tool_call>", exprs[turn])
+			}
+			return "#### " + lastContent(h)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		policy  policy
+		reward  float64   // the outcome
+		partial []float64 // partial_product per turn
+		rTurn   float64   // R_turn: tool_success + partial_product up to the first call
+	}{
+		// The demonstrator's steps: 12*34 = 408, then 408*56 = 22848, then the answer.
+		{"steps", calls("12 * 34", "408 * 56"), 1, []float64{1, 1, 0}, 2},
+		// Another order is as good: 34*56 = 1904, then 1904*12.
+		{"other order", calls("34 * 56", "1904 * 12"), 1, []float64{1, 1, 0}, 2},
+		// A number copied wrong in the first call (13 for 12): 442 is no partial product, and
+		// 442*56 is not either; the wrong answer earns 0.
+		{"miscopied", calls("13 * 34", "442 * 56"), 0, []float64{0, 0, 0}, 1},
+		// The second call repeats the first: no new step.
+		{"repeated", calls("12 * 34", "12 * 34"), 0, []float64{1, 0, 0}, 2},
+		// All at once in one call: the full product is a new partial product; then the answer.
+		{"one call", calls("12 * 34 * 56"), 1, []float64{1, 0}, 2},
+	} {
+		traj, s := episode(t, e.New(), task, c.policy)
+		if s.Reward != c.reward || s.TurnReward != c.rTurn || len(traj.Turns) != len(c.partial) {
+			t.Errorf("%s: reward %v, R_turn %v, %d turns; want %v, %v, %d", c.name, s.Reward, s.TurnReward, len(traj.Turns), c.reward, c.rTurn, len(c.partial))
+			continue
+		}
+		for i, want := range c.partial {
+			if got := PartialProductTurn(1).Fn(traj, i); got != want {
+				t.Errorf("%s: turn %d partial_product %v, want %v", c.name, i, got, want)
+			}
 		}
 	}
 }

@@ -275,7 +275,7 @@ const calcMultInstruction = `Call the calculator, then give the final answer aft
 
 func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
-	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(ToolMathRubric)})
+	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(CalcMultRubric)})
 	if err == nil {
 		e.Demonstrate = calcMultDemonstrator(cfg.DirectDemos)
 	}

@@ -1,7 +1,14 @@
 package env
 
+import (
+	"math/big"
+	"math/bits"
+	"strings"
+)
+
 // Reward functions shared by the environments. Trajectory functions look at the final message
-// (the last turn, when it gave a final answer); turn functions at one turn's TurnInfo.
+// (the last turn, when it gave a final answer); turn functions at one turn's TurnInfo or tool
+// results.
 
 // finalText is the final answer's text, or "" when the episode ended without one (out of turns).
 func finalText(t *Trajectory) string {
@@ -102,5 +109,76 @@ func MathRubric() *Rubric {
 func ToolMathRubric() *Rubric {
 	r := MathRubric()
 	r.Turn = []TurnRewardFunc{ToolSuccessTurn(1), AnswerInResultTurn(1)}
+	return r
+}
+
+// PartialProductTurn is calc_mult's step reward: 1 when a tool result of turn i is a new partial
+// product of the question's numbers (the product of two or more of them, in any order, that no
+// earlier turn's tool result reached), else 0. A call that copies a number wrong, repeats a step
+// or multiplies anything else earns 0, so each calculator turn is credited for its own step: on
+// three or more factors this is the informative turn reward that AnswerInResultTurn (the final
+// product only) is not. Tasks that are not "What is A * B * ...?" questions earn 0.
+func PartialProductTurn(weight float64) TurnRewardFunc {
+	return TurnRewardFunc{Name: "partial_product", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
+		products := partialProducts(taskQuestion(t.Task))
+		if len(products) == 0 {
+			return 0
+		}
+		reached := map[string]bool{}
+		for j := range i {
+			for _, m := range t.Turns[j].Result.Messages {
+				if m.Role == RoleTool {
+					reached[strings.TrimSpace(m.Content)] = true
+				}
+			}
+		}
+		for _, m := range t.Turns[i].Result.Messages {
+			if v := strings.TrimSpace(m.Content); m.Role == RoleTool && products[v] && !reached[v] {
+				return 1
+			}
+		}
+		return 0
+	}}
+}
+
+// partialProducts is the set of products of two or more of the numbers of a "What is A * B *
+// ...?" question (decimal strings); nil for any other question.
+func partialProducts(question string) map[string]bool {
+	q := multQuestion.FindStringSubmatch(question)
+	if q == nil {
+		return nil
+	}
+	var xs []*big.Int
+	for _, s := range strings.Split(q[1], " * ") {
+		x, ok := new(big.Int).SetString(s, 10)
+		if !ok {
+			return nil
+		}
+		xs = append(xs, x)
+	}
+	if len(xs) > 8 { // 2^n subsets; generated tasks have at most 4 numbers
+		return nil
+	}
+	out := map[string]bool{}
+	for mask := 1; mask < 1<<len(xs); mask++ {
+		if bits.OnesCount(uint(mask)) < 2 {
+			continue
+		}
+		p := big.NewInt(1)
+		for k, x := range xs {
+			if mask&(1<<k) != 0 {
+				p.Mul(p, x)
+			}
+		}
+		out[p.String()] = true
+	}
+	return out
+}
+
+// CalcMultRubric is MathRubric with calc_mult's turn rewards: tool_success and partial_product
+// (MT-GRPO's R_turn), and answer_in_result reported beside them with weight 0.
+func CalcMultRubric() *Rubric {
+	r := MathRubric()
+	r.Turn = []TurnRewardFunc{ToolSuccessTurn(1), PartialProductTurn(1), AnswerInResultTurn(0)}
 	return r
 }
