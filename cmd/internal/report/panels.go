@@ -32,7 +32,7 @@ var Panels = []Panel{
 	{Title: "Lengths", Unit: "tokens", Keys: []string{"response_length/mean", "response_length/max", "prompt_length/mean", "context/max_tokens/mean"}},
 	{Title: "Turns", Keys: []string{"num_turns/mean", "num_turns/max", "num_turns/min"}},
 	{Title: "Tool calls", Keys: []string{"tool_call_counts/mean", "turn_reward/tool_success/mean", "turn_reward/answer_in_result/mean",
-		"val/turn_reward/tool_success/mean"}, Prefixes: []string{"tool_calls/"}},
+		"turn_reward/partial_product/mean", "val/turn_reward/tool_success/mean"}, Prefixes: []string{"tool_calls/"}},
 	{Title: "Throughput", Unit: "tokens/s", Keys: []string{"perf/throughput"}},
 	{Title: "Time per phase", Unit: "s", Prefixes: []string{"timing_s/"}, Exclude: []string{"timing_s/step"}, Stacked: true},
 }
