@@ -15,12 +15,14 @@ import (
 
 // Headline validation metrics under the names the report and the summary read: accuracy is the
 // lenient accuracy (any stated answer), accuracy_strict the "####" answer only, score the mean
-// reward, format the share of well-formed final answers (rubrics that check a format).
+// reward, format the share of well-formed final answers (rubrics that check a format), tool calls
+// the mean number of tool calls per episode.
 const (
 	valAccuracy       = "val/accuracy"
 	valAccuracyStrict = "val/accuracy_strict"
 	valScore          = "val/score"
 	valFormat         = "val/format"
+	valToolCalls      = "val/tool_call_counts/mean"
 )
 
 // validate plays the validation tasks on gen with the run's evaluation settings and returns the

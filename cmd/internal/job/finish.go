@@ -69,8 +69,8 @@ func ExportModel(m *model.Model, dst, dtype string, bars *progress.Bars) error {
 	return nil
 }
 
-// Summary is the end-of-run table: the validation reward and accuracy before training, after the
-// SFT warm-up and at the end, read back from the run's metrics (so a resumed run reports its
+// Summary is the end-of-run table: the validation reward, accuracy and tool calls per episode
+// before training, after the SFT warm-up and at the end, read back from the run's metrics (so a resumed run reports its
 // whole history).
 func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, runDir string, exported, reported bool) string {
 	type row struct {
@@ -98,10 +98,10 @@ func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, ru
 	fmt.Fprintf(&b, "\nmtgrpo train: %d steps (%d SFT, %d RL) in %v\n", sftSteps+rlSteps, sftSteps, rlSteps, wall.Round(time.Second))
 	if len(rows) > 0 {
 		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "validation\treward\tformat\taccuracy\tstrict accuracy\tpass@1\t")
+		fmt.Fprintln(w, "validation\treward\tformat\taccuracy\tstrict accuracy\tpass@1\ttool calls\t")
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label, num(r.m, valScore), num(r.m, valFormat),
-				num(r.m, valAccuracy), num(r.m, valAccuracyStrict), num(r.m, "val/pass@1"))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label, num(r.m, valScore), num(r.m, valFormat),
+				num(r.m, valAccuracy), num(r.m, valAccuracyStrict), num(r.m, "val/pass@1"), num(r.m, valToolCalls))
 		}
 		w.Flush()
 	}

@@ -1,0 +1,36 @@
+package job
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+)
+
+// The end-of-run table reads the evaluations before training, after the warm-up and at the end
+// from the metrics (an RL step without evaluation is not a row), with the tool calls per episode.
+func TestSummaryTable(t *testing.T) {
+	val := func(step int, score, tools float64) rundir.Record {
+		return rundir.Record{Step: step, Values: rundir.Metrics{valScore: score, valFormat: 1, valAccuracy: score,
+			valAccuracyStrict: score, "val/pass@1": score, valToolCalls: tools}}
+	}
+	recs := []rundir.Record{val(0, 0, 0), {Step: 1, Values: rundir.Metrics{"sft/loss": 2}}, val(800, 0.5, 0.75),
+		val(810, 0.55, 0.8), val(830, 0.625, 1), {Step: 831, Values: rundir.Metrics{"critic/score/mean": 1}}}
+	got := Summary(recs, 800, 31, 90*time.Second, "runs/demo", true, false)
+	for _, want := range []string{
+		"mtgrpo train: 831 steps (800 SFT, 31 RL) in 1m30s",
+		"tool calls",
+		"before training       0.000   1.000   0.000     0.000            0.000   0.000",
+		"after SFT (step 800)  0.500   1.000   0.500     0.500            0.500   0.750",
+		"after RL (step 830)   0.625   1.000   0.625     0.625            0.625   1.000",
+		"run: runs/demo  model: runs/demo/model\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "810") || strings.Contains(got, "report:") {
+		t.Errorf("summary has an intermediate evaluation or a report it was not given:\n%s", got)
+	}
+}
