@@ -7,23 +7,25 @@ import (
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
-// learnRL is the number of GRPO steps the learning test runs after the demo's warm-up.
-const learnRL = 10
-
-// The demo's recipe learns, end to end, as `make demo` runs it (configs/demo.yaml: a random tiny
-// model, calc_mult with two 2-digit numbers): the held-out reward (strict accuracy of the "####"
-// answer, greedy decoding, the same held-out tasks each time) is 0 before training, the SFT
-// warm-up raises it to most of the tasks, and multi-turn GRPO steps from there keep what the
-// warm-up reached. That RL itself raises a reward it is given is TestGRPORaisesReward (grpo);
-// docs/bench/learning.md has what RL does and does not yet do on calc_mult. Fixed seeds and two
-// threads: the run is the same from run to run on one machine.
+// The demo's recipe learns, end to end, as `make demo` runs it on 2 cores (configs/demo.yaml, one
+// thread: a random tiny model, calc_mult with two 2-digit numbers, 800 SFT steps, 30 GRPO steps).
+// Its demonstrations skip the calculator on 30% of the tasks, which the model cannot imitate, so
+// each stage has its own job, and the test checks both on the held-out tasks (4 samples per task
+// at temperature 1, the policy as it samples; the same tasks at every evaluation):
+//   - the warm-up takes the score (strict accuracy of the "####" answer) from 0 to a real share
+//     of the tasks, and leaves a policy that calls the tool in only part of its episodes;
+//   - GRPO raises both: the tool calls, since the episodes that call it earn the reward, and with
+//     them the score.
+//
+// Fixed seeds and one thread: the run is the same from run to run on one machine.
+// docs/bench/learning.md has the figures on several seeds.
 func TestDemoRecipeLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for several minutes")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	args := []string{"train", "--config", "../../configs/demo.yaml", "--run-dir", dir, "--threads", "2",
-		"--steps", itoa(learnRL), "--set", "train.checkpoint_every=0", "--set", "train.report=false",
+	args := []string{"train", "--config", "../../configs/demo.yaml", "--run-dir", dir, "--threads", "1",
+		"--set", "train.checkpoint_every=0", "--set", "train.report=false",
 		"--set", "train.export=false", "--set", "train.samples=0"}
 	if err := run(args); err != nil {
 		t.Fatal(err)
@@ -32,32 +34,39 @@ func TestDemoRecipeLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var steps []int
-	val := map[int]float64{}
-	sft := 0
+	score, tools := map[int]float64{}, map[int]float64{}
+	sft, last := 0, 0
 	for _, r := range recs {
 		if v, ok := r.Values["val/score"]; ok {
-			steps = append(steps, r.Step)
-			val[r.Step] = v
+			score[r.Step], tools[r.Step] = v, r.Values["val/tool_call_counts/mean"]
+			last = max(last, r.Step)
 		}
 		if _, ok := r.Values["sft/loss"]; ok {
 			sft = max(sft, r.Step)
 		}
 	}
-	t.Logf("held-out score by step %v (SFT steps %d)", val, sft)
-	end := sft + learnRL
-	for _, step := range []int{0, sft, end} {
-		if _, ok := val[step]; !ok {
-			t.Fatalf("no evaluation at step %d (evaluated at %v)", step, steps)
+	t.Logf("held-out score by step %v, tool calls per episode %v (SFT steps %d)", score, tools, sft)
+	for _, step := range []int{0, sft, sft + 30} {
+		if _, ok := score[step]; !ok {
+			t.Fatalf("no evaluation at step %d (last at %d)", step, last)
 		}
 	}
-	// Observed on 2 cores (AMD EPYC): 0 before, 0.769 after the warm-up (40 of the 52 held-out
-	// tasks right), 0.769 after the GRPO steps; about 7 minutes. When the warm-up's copying change
-	// comes varies from CPU to CPU (docs/bench/learning.md), so the bar is well under that.
-	if val[0] != 0 || !(val[sft] >= 0.4) {
-		t.Errorf("held-out score %.3f before training and %.3f after %d SFT steps: want 0 and >= 0.4", val[0], val[sft], sft)
+	end := sft + 30
+	// Observed (2 cores, AMD EPYC): score 0 before, 0.192 after the warm-up, 0.226 after GRPO;
+	// tool calls per episode 0.72 after the warm-up, 1.02 after GRPO; about 10 minutes. Other
+	// seeds copy better after the same warm-up and gain more (docs/bench/learning.md: 0.432 ->
+	// 0.604, 0.608 -> 0.760); how well a warm-up copies varies from CPU to CPU, so the bars are
+	// what any of them clears.
+	if score[0] != 0 || !(score[sft] >= 0.1) {
+		t.Errorf("held-out score %.3f before training and %.3f after %d SFT steps: want 0 and >= 0.1", score[0], score[sft], sft)
 	}
-	if !(val[end] >= val[sft]-0.1) {
-		t.Errorf("held-out score %.3f after the warm-up, %.3f after %d GRPO steps: want no fall of more than 0.1", val[sft], val[end], learnRL)
+	if !(tools[sft] <= 0.9) {
+		t.Errorf("%.2f tool calls per episode after the warm-up: the direct demonstrations left no habit to unlearn (want <= 0.9)", tools[sft])
+	}
+	if !(tools[end] >= tools[sft]+0.15) {
+		t.Errorf("tool calls per episode %.2f after the warm-up, %.2f after GRPO: want a rise of 0.15 at least", tools[sft], tools[end])
+	}
+	if !(score[end] >= score[sft]+0.02) {
+		t.Errorf("held-out score %.3f after the warm-up, %.3f after GRPO: want a rise of 0.02 at least", score[sft], score[end])
 	}
 }

@@ -1,6 +1,16 @@
 #!/usr/bin/env bash
-# Learning curves of the tiny demo model on calc_mult with three factors (two calculator calls,
-# then the answer: 3 turns): the "Estimators and contexts" tables of docs/bench/learning.md.
+# Learning curves of the tiny demo model on calc_mult: the tables of docs/bench/learning.md's
+# "RL after imperfect demonstrations" (demos) and "Estimators and contexts" (contexts, estimators).
+#
+#   scripts/bench/learning.sh [demos|contexts|all]      (default all)
+#
+#   demos       the demo's recipe (30% of the demonstrations without the calculator, sampled
+#               evaluation) with seeds SEEDS: an SFT_DEMO_STEPS-step warm-up, then STEPS RL steps
+#               of grpo_multiturn, and of mt_grpo for the first two seeds. Held-out score and tool
+#               calls per episode every EVERY RL steps. About 25 minutes on 2 cores.
+#
+# On three factors (two calculator calls, then the answer: 3 turns), with every demonstration
+# calling the calculator and greedy evaluation:
 #
 #   contexts    STEPS RL steps with the full history and with keep-last-1 condensed contexts,
 #               each after a warm-up of SFT_STEPS steps (constant rate) on demonstrations played
@@ -11,15 +21,17 @@
 #               (mt_grpo, turn-level credit).
 #
 # The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
-# held-out tasks every EVERY RL steps (greedy, as the demo does) and before the first RL step.
-# Prints one table per comparison: held-out score per RL step, and each run's largest context.
-# Runs stay under OUT. The two warm-ups run side by side, one thread each: about 20 minutes on 2
-# cores.
+# held-out tasks every EVERY RL steps and before the first RL step. Prints one table per
+# comparison: held-out score per RL step, and each run's largest context (or tool calls). Runs
+# stay under OUT. Warm-ups run side by side, one thread each: about 20 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-learning}
-SFT_STEPS=${SFT_STEPS:-560} STEPS=${STEPS:-30} EVERY=${EVERY:-5}
+WHAT=${1:-all}
+case "$WHAT" in demos | contexts | all) ;; *) echo "usage: $0 [demos|contexts|all]" >&2; exit 2 ;; esac
+SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:-0 1 2}
+STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0)
@@ -32,7 +44,7 @@ warm() {
   rm -rf "${OUT:?}/$name" "$OUT/$name-model"
   "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$steps" --steps 1 \
     --set train.checkpoint_every="$steps" --set train.keep_checkpoints=2 --set train.export=false \
-    --set sft.schedule=constant --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
+    --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
   "$BIN" export "$OUT/$name/checkpoints/step-$(printf %08d "$steps")" --out "$OUT/$name-model" --force >/dev/null
 }
 
@@ -47,28 +59,38 @@ rl() {
 }
 
 # table RUN...: held-out score of each run per RL step, and its largest context in tokens.
+# TOOLS=1 shows each run's held-out tool calls per episode beside its score instead of contexts.
 table() {
-  python3 - "$OUT" "$@" <<'EOF'
-import json, sys
+  TOOLS=${TOOLS:-0} python3 - "$OUT" "$@" <<'EOF'
+import json, os, sys
 out, runs = sys.argv[1], sys.argv[2:]
-scores, ctx = {}, {}
+tools = os.environ["TOOLS"] == "1"
+scores, calls, ctx = {}, {}, {}
 for r in runs:
-    scores[r], ctx[r] = {}, 0
+    scores[r], calls[r], ctx[r] = {}, {}, 0
     for line in open(f"{out}/{r}/metrics.jsonl"):
         m = json.loads(line)
         if "val/score" in m:
             scores[r][m["step"]] = m["val/score"]
+            calls[r][m["step"]] = m.get("val/tool_call_counts/mean", float("nan"))
         ctx[r] = max(ctx[r], m.get("context/max_tokens/max", 0))
 steps = sorted(set().union(*[s.keys() for s in scores.values()]))
-print("| RL step | " + " | ".join(runs) + " |")
-print("|---:|" + "---:|" * len(runs))
+cols = [(r, k) for r in runs for k in (("score", "tools") if tools else ("score",))]
+print("| RL step | " + " | ".join(r if k == "score" else "tool calls" for r, k in cols) + " |")
+print("|---:|" + "---:|" * len(cols))
+def cell(r, k, s):
+    if s not in scores[r]:
+        return ""
+    return "%.3f" % scores[r][s] if k == "score" else "%.2f" % calls[r][s]
 for s in steps:
-    print(f"| {s} | " + " | ".join("%.3f" % scores[r][s] if s in scores[r] else "" for r in runs) + " |")
-print("| largest context (tokens) | " + " | ".join("%d" % ctx[r] for r in runs) + " |")
+    print(f"| {s} | " + " | ".join(cell(r, k, s) for r, k in cols) + " |")
+if not tools:
+    print("| largest context (tokens) | " + " | ".join("%d" % ctx[r] for r in runs) + " |")
 EOF
 }
 
-three=(--set env.factors=3 --set rollout.max_turns=4)
+three=(--set env.factors=3 --set rollout.max_turns=4 --set env.direct_demos=0 --set sft.schedule=constant
+  --set eval.greedy=true --set eval.samples=1)
 full=(--set rollout.condenser.type=full)
 last1=(--set rollout.condenser.type=last_n --set rollout.condenser.keep_last_n=1)
 
@@ -82,14 +104,44 @@ full_history() {
   rl full "$OUT/warm3-model" "${three[@]}" "${full[@]}"
 }
 
-keep_last_1 &
-a=$!
-full_history &
-b=$!
-wait "$a"
-wait "$b"
-echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS SFT steps on its own contexts):"
-table full keep_last_1
-echo
-echo "estimators (from the keep-last-1 warm-up):"
-table keep_last_1 mt_grpo
+# demos: the demo's recipe on each seed (warm-ups side by side), then its RL runs two at a time.
+demos() {
+  local s pids=() runs=() n=0
+  for s in $SEEDS; do
+    warm "demo_s$s" "$SFT_DEMO_STEPS" --seed "$s" &
+    pids+=($!)
+  done
+  for s in "${pids[@]}"; do wait "$s"; done
+  for s in $SEEDS; do
+    rl "grpo_s$s" "$OUT/demo_s$s-model" --seed "$s" &
+    runs+=("grpo_s$s")
+    if [ "$n" -lt 2 ]; then
+      rl "mt_grpo_s$s" "$OUT/demo_s$s-model" --seed "$s" --set advantage.estimator=mt_grpo
+      runs+=("mt_grpo_s$s")
+    fi
+    wait
+    n=$((n + 1))
+  done
+  echo "the demo's recipe (calc_mult, 2 factors, 30% direct demonstrations; sampled held-out score):"
+  TOOLS=1 table "${runs[@]}"
+}
+
+contexts() {
+  keep_last_1 &
+  local a=$!
+  full_history &
+  local b=$!
+  wait "$a"
+  wait "$b"
+  echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS SFT steps on its own contexts):"
+  table full keep_last_1
+  echo
+  echo "estimators (from the keep-last-1 warm-up):"
+  table keep_last_1 mt_grpo
+}
+
+case "$WHAT" in
+demos) demos ;;
+contexts) contexts ;;
+all) demos && echo && contexts ;;
+esac
