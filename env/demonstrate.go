@@ -32,6 +32,18 @@ func calcMultDemonstrator(direct float64) Demonstrator {
 	}
 }
 
+// multFactors is the numbers of the task's "What is A * B * ...?" question, as written; nil when
+// its prompt has no such question.
+func multFactors(task Task) []string {
+	var xs []string
+	for _, m := range task.Prompt {
+		if q := multQuestion.FindStringSubmatch(m.Content); q != nil {
+			xs = strings.Split(q[1], " * ")
+		}
+	}
+	return xs
+}
+
 // taskQuestion is the text of the task's prompt.
 func taskQuestion(task Task) string {
 	var b strings.Builder
@@ -54,12 +66,7 @@ func unitHash(s string) float64 {
 // under every condenser: the last call's left operand is the product of the numbers before its
 // right one.
 func demonstrateCalcMult(task Task, msgs []Message) (string, error) {
-	var xs []string
-	for _, m := range task.Prompt {
-		if q := multQuestion.FindStringSubmatch(m.Content); q != nil {
-			xs = strings.Split(q[1], " * ")
-		}
-	}
+	xs := multFactors(task)
 	if xs == nil {
 		return "", fmt.Errorf("env: calc_mult task %s has no \"What is A * B?\" question", task.ID)
 	}

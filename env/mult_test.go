@@ -128,7 +128,7 @@ func TestCalcMultDirectDemos(t *testing.T) {
 // product of two or more of the question's numbers. Worked by hand on "What is 12 * 34 * 56?":
 // the partial products are 408 (12·34), 672 (12·56), 1904 (34·56) and 22848.
 func TestCalcMultPartialProductTurn(t *testing.T) {
-	got := partialProducts("What is 12 * 34 * 56?")
+	got := partialProducts([]string{"12", "34", "56"})
 	want := []string{"408", "672", "1904", "22848"}
 	if len(got) != len(want) {
 		t.Fatalf("partial products %v, want %v", got, want)
@@ -138,8 +138,9 @@ func TestCalcMultPartialProductTurn(t *testing.T) {
 			t.Fatalf("partial products %v lack %s", got, p)
 		}
 	}
-	if partialProducts("What is 2 + 3?") != nil {
-		t.Fatal("a question that is no product has partial products")
+	notMult := Task{Prompt: []Message{Text(RoleUser, "What is 2 + 3?")}}
+	if xs := multFactors(notMult); xs != nil || len(partialProducts(xs)) != 0 {
+		t.Fatalf("a question that is no product has numbers %v", xs)
 	}
 
 	e := open(t, "calc_mult", Config{Digits: 2, Factors: 3})

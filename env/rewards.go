@@ -120,7 +120,7 @@ func ToolMathRubric() *Rubric {
 // product only) is not. Tasks that are not "What is A * B * ...?" questions earn 0.
 func PartialProductTurn(weight float64) TurnRewardFunc {
 	return TurnRewardFunc{Name: "partial_product", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
-		products := partialProducts(taskQuestion(t.Task))
+		products := partialProducts(multFactors(t.Task))
 		if len(products) == 0 {
 			return 0
 		}
@@ -141,21 +141,9 @@ func PartialProductTurn(weight float64) TurnRewardFunc {
 	}}
 }
 
-// partialProducts is the set of products of two or more of the numbers of a "What is A * B *
-// ...?" question (decimal strings); nil for any other question.
-func partialProducts(question string) map[string]bool {
-	q := multQuestion.FindStringSubmatch(question)
-	if q == nil {
-		return nil
-	}
-	var xs []*big.Int
-	for _, s := range strings.Split(q[1], " * ") {
-		x, ok := new(big.Int).SetString(s, 10)
-		if !ok {
-			return nil
-		}
-		xs = append(xs, x)
-	}
+// partialProducts is the set of products of two or more of the numbers xs (decimal strings, as
+// multFactors gives them); empty for fewer than two numbers.
+func partialProducts(xs []string) map[string]bool {
 	if len(xs) > 8 { // 2^n subsets; generated tasks have at most 4 numbers
 		return nil
 	}
@@ -167,7 +155,8 @@ func partialProducts(question string) map[string]bool {
 		p := big.NewInt(1)
 		for k, x := range xs {
 			if mask&(1<<k) != 0 {
-				p.Mul(p, x)
+				v, _ := new(big.Int).SetString(x, 10) // digits: multQuestion matched them
+				p.Mul(p, v)
 			}
 		}
 		out[p.String()] = true

@@ -70,8 +70,8 @@ func ExportModel(m *model.Model, dst, dtype string, bars *progress.Bars) error {
 }
 
 // Summary is the end-of-run table: the validation reward, accuracy and tool calls per episode
-// before training, after the SFT warm-up and at the end, read back from the run's metrics (so a resumed run reports its
-// whole history).
+// before training, after the SFT warm-up and at the end, read back from the run's metrics (so a
+// resumed run reports its whole history).
 func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, runDir string, exported, reported bool) string {
 	type row struct {
 		label string
