@@ -10,13 +10,15 @@ type CUDAMemory struct {
 	Allocated int64 // bytes held by live tensors
 	Reserved  int64 // bytes the allocator holds from the driver (allocated + cached)
 	Peak      int64 // the most Allocated has been since start or ResetPeak
+	// PeakReserved is the most Reserved has been since start or ResetPeak.
+	PeakReserved int64
 }
 
 // CUDAMemoryStats reports the allocator statistics of a CUDA device (an error on CPU builds).
 func CUDAMemoryStats(dev Device) CUDAMemory {
-	var a, r, p C.int64_t
-	check("CUDAMemoryStats", C.mt_cuda_memory(C.int(dev), &a, &r, &p))
-	return CUDAMemory{Allocated: int64(a), Reserved: int64(r), Peak: int64(p)}
+	var a, r, p, pr C.int64_t
+	check("CUDAMemoryStats", C.mt_cuda_memory(C.int(dev), &a, &r, &p, &pr))
+	return CUDAMemory{Allocated: int64(a), Reserved: int64(r), Peak: int64(p), PeakReserved: int64(pr)}
 }
 
 // CUDAResetPeak restarts the peak statistic of dev.

@@ -117,7 +117,8 @@ func checkABI() error { return abiError(int(C.mt_abi_version()), int(C.MT_ABI_VE
 func abiError(lib, bin int) error {
 	if lib != bin {
 		return fmt.Errorf("torch: libmtgrpo_torch.so has shim ABI %d, this binary was built for ABI %d: "+
-			"rebuild the shim (make shim) or the binary from the same checkout", lib, bin)
+			"rebuild the shim (make shim) or the binary from the same checkout (after a change to csrc/shim.h, "+
+			"`go clean -cache` first: Go's build cache does not see headers outside the package directory)", lib, bin)
 	}
 	return nil
 }

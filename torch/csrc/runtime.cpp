@@ -173,7 +173,7 @@ mt_err mt_manual_seed(uint64_t seed) {
 static const char* kNoCUDA = "this shim was built without CUDA (rebuild against a CUDA libtorch)";
 mt_err mt_cuda_synchronize(int) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 mt_err mt_cuda_set_device(int) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
-mt_err mt_cuda_memory(int, int64_t*, int64_t*, int64_t*) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
+mt_err mt_cuda_memory(int, int64_t*, int64_t*, int64_t*, int64_t*) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 mt_err mt_cuda_empty_cache(void) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 mt_err mt_cuda_reset_peak(int) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 #endif

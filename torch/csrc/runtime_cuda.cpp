@@ -41,13 +41,14 @@ mt_err mt_cuda_set_device(int device) {
   MT_END
 }
 
-mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak) {
+mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak, int64_t* peak_reserved) {
   MT_BEGIN
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
   // Index 0 is StatType::AGGREGATE (all pools); the enum moved namespaces across 2.x releases.
   *allocated = stats.allocated_bytes[0].current;
   *reserved = stats.reserved_bytes[0].current;
   *peak = stats.allocated_bytes[0].peak;
+  *peak_reserved = stats.reserved_bytes[0].peak;
   MT_END
 }
 

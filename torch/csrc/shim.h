@@ -16,7 +16,9 @@
  *     libtorch version.
  *
  * Bump MT_ABI_VERSION whenever a declaration here changes meaning: the Go package compares it with
- * mt_abi_version() of the library it loaded and refuses to run on a mismatch.
+ * mt_abi_version() of the library it loaded and refuses to run on a mismatch. Go's build cache does
+ * not hash this header (it is outside the package directory): after changing it, `go clean -cache`
+ * on a machine that built the package before.
  */
 #ifndef MTGRPO_SHIM_H
 #define MTGRPO_SHIM_H
@@ -28,7 +30,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 4
+#define MT_ABI_VERSION 5
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
@@ -219,7 +221,7 @@ MT_API mt_err mt_cuda_synchronize(int device);
 /* Makes device the torch thread's current CUDA device (NCCL and new streams use it). */
 MT_API mt_err mt_cuda_set_device(int device);
 /* bytes held by tensors, bytes reserved by the caching allocator, peak of allocated */
-MT_API mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak);
+MT_API mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak, int64_t* peak_reserved);
 MT_API mt_err mt_cuda_empty_cache(void);
 MT_API mt_err mt_cuda_reset_peak(int device);
 
