@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // Metrics are one step's measurements under the names verl and TRL users know
@@ -126,6 +127,18 @@ func (m Metrics) mfu(params int64, epochs int, peak float64) {
 	}
 	flops := 6 * float64(params) * m["perf/total_num_tokens"] * float64(epochs)
 	m["perf/mfu"] = flops / secs / peak
+}
+
+// memory adds the CUDA allocator's peaks since the step began for dev, under verl's names: memory
+// held by tensors (perf/max_memory_allocated_gb) and memory the caching allocator held from the
+// driver (perf/max_memory_reserved_gb, what nvidia-smi sees of it). Nothing on the CPU.
+func (m Metrics) memory(dev torch.Device) {
+	if !dev.IsCUDA() {
+		return
+	}
+	st := torch.CUDAMemoryStats(dev)
+	m["perf/max_memory_allocated_gb"] = float64(st.Peak) / (1 << 30)
+	m["perf/max_memory_reserved_gb"] = float64(st.PeakReserved) / (1 << 30)
 }
 
 // phaseShare adds timing_s/<phase> as fractions of the step (timing_frac/<phase>).

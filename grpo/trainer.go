@@ -121,6 +121,9 @@ func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout
 	}
 	m := Metrics{}
 	start := time.Now()
+	if dev := t.ms.Policy.Device; dev.IsCUDA() {
+		torch.CUDAResetPeak(dev) // perf/max_memory_allocated_gb is this step's peak
+	}
 	trajs, err := timed(m, "gen", func() ([]*rollout.Trajectory, error) { return t.rollout(ctx, src, m) })
 	if err != nil {
 		return nil, nil, err
@@ -149,6 +152,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	m["timing_s/step"] = time.Since(start).Seconds()
 	m.throughput(samples)
 	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
+	m.memory(t.ms.Policy.Device)
 	m.phaseShare()
 	return m, trajs, nil
 }
