@@ -62,6 +62,8 @@ func joinRun(l launch.Launch, cfg *config.Config) (*grpo.Dist, func(), error) {
 		pg.Close()
 		return nil, nil, err
 	}
+	fmt.Fprintf(os.Stderr, "mtgrpo: rank %d of %d, %s process group on %s (%s), ZeRO-1 %v\n",
+		l.Dist.Rank, l.Dist.WorldSize, pg.Backend(), l.Dist.Device, l.Source, cfg.Dist.Zero1)
 	return d, func() {
 		// Every rank reaches here after the same last step; the barrier keeps rank 0's store up
 		// until all are done, and the watchdog stops before a finished rank looks dead.

@@ -37,11 +37,17 @@ const DefaultPort = 29500
 type Launch struct {
 	Source Source
 	Dist   torch.DistConfig // meaningful when Distributed
+	// Elastic: torchrun itself started the process (TORCHELASTIC_RUN_ID is set).
+	Elastic bool
 }
 
-// Distributed reports whether the run has several processes (a world of one is run without a
-// process group).
-func (l Launch) Distributed() bool { return l.Source != Single && l.Dist.WorldSize > 1 }
+// Distributed reports whether the process joins a process group: when the run has several
+// processes, and when torchrun started a world of one (`torchrun --nproc-per-node 1`, as PyTorch's
+// data parallel does: the multi-GPU code path on one GPU). Other worlds of one (an sbatch job's
+// single task, `--nproc 1`, a one-GPU SageMaker job) run without a process group.
+func (l Launch) Distributed() bool {
+	return l.Source != Single && (l.Dist.WorldSize > 1 || l.Elastic)
+}
 
 // Main reports whether this process writes the run directory (rank 0).
 func (l Launch) Main() bool { return !l.Distributed() || l.Dist.Rank == 0 }
@@ -53,7 +59,7 @@ func FromEnv(env map[string]string, device torch.Device, timeout time.Duration) 
 	var err error
 	switch {
 	case env["WORLD_SIZE"] != "":
-		l.Source = Torchrun
+		l.Source, l.Elastic = Torchrun, env["TORCHELASTIC_RUN_ID"] != ""
 		l.Dist, err = torchrunConfig(env)
 	case env["SLURM_PROCID"] != "" && env["SLURM_NTASKS"] != "":
 		l.Source = SLURM

@@ -58,6 +58,14 @@ func TestFromEnv(t *testing.T) {
 	if l, _ := FromEnv(one, torch.CPU, 0); l.Distributed() || !l.Main() {
 		t.Errorf("a world of one is run without a process group: %+v", l)
 	}
+	one["TORCHELASTIC_RUN_ID"] = "none"
+	if l, _ := FromEnv(one, torch.CPU, 0); !l.Distributed() || !l.Main() {
+		t.Errorf("torchrun's world of one joins a process group (rank 0 writes the run): %+v", l)
+	}
+	slurm := map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_NODELIST": "n1", "TORCHELASTIC_RUN_ID": "x"}
+	if l, _ := FromEnv(slurm, torch.CPU, 0); l.Distributed() || !l.Main() {
+		t.Errorf("an sbatch job's single task runs without a process group: %+v", l)
+	}
 }
 
 func TestFirstHost(t *testing.T) {
