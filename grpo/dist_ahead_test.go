@@ -60,6 +60,7 @@ func TestDistributedRolloutAhead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	requireGloo(t)
 	dir := tinyDir(t, 13, nil)
 	out := t.TempDir()
 	var ref map[string][]float32

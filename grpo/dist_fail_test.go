@@ -19,6 +19,7 @@ func TestDistributedRankFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
+	requireGloo(t)
 	dir := tinyDir(t, 12, nil)
 	for _, mode := range []string{"die", "hang"} {
 		outs := runDistWorkers(t, mode, dir, t.TempDir(), 2*time.Minute, false, true)

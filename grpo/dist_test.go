@@ -257,6 +257,7 @@ func TestDistributedTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
 	}
+	requireGloo(t)
 	dir := tinyDir(t, 11, nil)
 	out := t.TempDir()
 	var ref distRecord

@@ -26,7 +26,12 @@ import (
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
+// mcpServer is the MCP test server's binary: $MTGRPO_MCP_TESTSERVER when set (a host without Go:
+// scripts/gpu/run.sh ships one), else built here.
 var mcpServer = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("MTGRPO_MCP_TESTSERVER"); bin != "" {
+		return bin, nil
+	}
 	dir, err := mkdirTemp()
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ func TestDistributedSharding(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	requireGloo(t)
 	runWorkers(t, "shard", "MASTER_PORT="+strconv.Itoa(freePort(t)), "TORCHELASTIC_USE_AGENT_STORE=")
 }
 
@@ -24,6 +25,7 @@ func TestDistributedWatchdog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two processes")
 	}
+	requireGloo(t)
 	runWorkers(t, "watchdog", "MASTER_PORT="+strconv.Itoa(freePort(t)), "TORCHELASTIC_USE_AGENT_STORE=")
 }
 
