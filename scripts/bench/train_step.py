@@ -10,7 +10,9 @@ weights and token ids that `trainstep -init` wrote and answers the same commands
 same JSON lines (see scripts/bench/trainstep/main.go).
 
 Run it with Debian's /usr/bin/python3 (python3-torch 1.13, the libtorch the shim links) and with
--P or from another directory: the checkout's torch/ folder would shadow the torch package.
+-P or from another directory: the checkout's torch/ folder would shadow the torch package. On a GPU
+host (--device cuda, scripts/gpu/run.sh) it runs under the PyTorch 2.x there, the model in the
+checkpoint's dtype, each phase ended by a synchronisation.
 """
 import argparse
 import json
@@ -26,11 +28,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
+DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "BF16": np.int16}
 
 
 def load_safetensors(path):
-    """A minimal safetensors reader: the file's tensors as torch tensors (float32 files only)."""
+    """A minimal safetensors reader: the file's tensors as torch tensors (F32, F64, I64, BF16)."""
     with open(path, "rb") as f:
         raw = f.read()
     (n,) = struct.unpack("<Q", raw[:8])
@@ -44,7 +46,8 @@ def load_safetensors(path):
             raise SystemExit(f"{path}: {name}: dtype {info['dtype']} not handled (export float32)")
         b, e = info["data_offsets"]
         arr = np.frombuffer(data[b:e], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
+        t = torch.from_numpy(arr.copy())
+        out[name] = t.view(torch.bfloat16) if info["dtype"] == "BF16" else t
     return out
 
 
@@ -58,6 +61,15 @@ class RMSNorm(nn.Module):
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * xf.to(x.dtype)
+
+
+def sdpa(q, k, v, mask, causal=None):
+    """Scaled-dot-product attention, causal when mask is None unless causal says otherwise: the
+    public op of PyTorch 2.x, the private one of 1.13 (the same kernel the shim calls there)."""
+    causal = mask is None if causal is None else causal
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+    return F._scaled_dot_product_attention(q, k, v, mask, 0.0, False, causal)[0]
 
 
 def rotate_half(x):
@@ -91,7 +103,7 @@ class Attention(nn.Module):
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         rep = self.heads // self.kv
         k, v = repeat_kv(k, rep), repeat_kv(v, rep)
-        o = F._scaled_dot_product_attention(q, k, v, mask, 0.0, False, mask is None)[0]
+        o = sdpa(q, k, v, mask)
         return self.o_proj(o.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -133,7 +145,8 @@ class Qwen2Model(nn.Module):
         """The final hidden states before the norm (the norm goes with the head below). mask is None
         (every row one whole sequence: causal) or the bool attention mask [B, 1, T, T]."""
         x = self.embed_tokens(ids)
-        freqs = torch.outer(torch.arange(ids.shape[1], dtype=torch.float32), self.inv_freq)
+        freqs = torch.outer(torch.arange(ids.shape[1], dtype=torch.float32, device=ids.device),
+                            self.inv_freq.to(ids.device))
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
         for layer in self.layers:
@@ -164,7 +177,7 @@ class Batch:
     """Sequences right-padded to the longest, with the mask a padded batch needs (none when all
     have the same length) and the targets (-100 at padding)."""
 
-    def __init__(self, seqs):
+    def __init__(self, seqs, device="cpu"):
         lens = [len(s) for s in seqs]
         t = max(lens)
         self.tokens = sum(lens)
@@ -177,6 +190,9 @@ class Batch:
         if min(lens) != t:
             i, j = torch.arange(t)[:, None], torch.arange(t)[None, :]
             self.mask = ((j <= i) & (j < n[:, None, None]))[:, None]
+        self.ids, self.targets = self.ids.to(device), self.targets.to(device)
+        if self.mask is not None:
+            self.mask = self.mask.to(device)
 
 
 def status_kb(name):
@@ -213,6 +229,7 @@ def main():
     ap.add_argument("--model", required=True, help="directory written by trainstep -init")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     ap.add_argument("--profile", action="store_true",
                     help="instead of the protocol: one warm-up step, then one step under the autograd profiler, "
                          "and print its per-op table (the Go side runs the same ATen ops)")
@@ -222,13 +239,18 @@ def main():
         c = json.load(f)
     m = Qwen2ForCausalLM(c)
     sd = load_safetensors(os.path.join(a.model, "model.safetensors"))
+    dtype = sd["model.embed_tokens.weight"].dtype  # the model trains in the checkpoint's dtype
     missing, unexpected = m.load_state_dict(sd, strict=False)
     missing = [k for k in missing if k != "lm_head.weight" or not c.get("tie_word_embeddings")]
     if missing or unexpected:
         raise SystemExit(f"weights: missing {missing}, unexpected {unexpected}")
     del sd  # the file's copy; the model holds its own
+    dev = torch.device(a.device)
+    cuda = dev.type == "cuda"
+    m = m.to(device=dev, dtype=dtype)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     with open(os.path.join(a.model, "ids.json")) as f:
-        batch = Batch(json.load(f))
+        batch = Batch(json.load(f), dev)
     if a.profile:
         opt = torch.optim.AdamW(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
         profile(m, opt, batch)
@@ -236,10 +258,13 @@ def main():
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     base = status_kb("VmRSS")
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(dev)
+        cuda_base = torch.cuda.memory_allocated(dev)
     opt = torch.optim.AdamW(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     reply({"ready": True, "side": "pytorch", "threads": a.threads,
            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "tokens": batch.tokens,
-           "base_rss_mb": base / 1024, "config": f"torch {torch.__version__}"})
+           "base_rss_mb": base / 1024, "config": f"torch {torch.__version__} {dtype} {dev}"})
     for line in sys.stdin:
         cmd = line.strip()
         if cmd == "step":
@@ -249,13 +274,18 @@ def main():
             lv = loss.item()
             t1 = time.perf_counter()
             loss.backward()
+            sync()
             t2 = time.perf_counter()
             opt.step()
+            sync()
             t3 = time.perf_counter()
             reply({"wall_s": t3 - t0, "cpu_s": cpu_seconds() - c0, "forward_s": t1 - t0, "backward_s": t2 - t1,
                    "optimizer_s": t3 - t2, "loss": lv})
         elif cmd == "done":
-            reply({"peak_growth_mb": (status_kb("VmHWM") - base) / 1024})
+            res = {"peak_growth_mb": (status_kb("VmHWM") - base) / 1024}
+            if cuda:
+                res["peak_cuda_mb"] = (torch.cuda.max_memory_allocated(dev) - cuda_base) / 2**20
+            reply(res)
             return
         else:
             raise SystemExit(f"unknown command {cmd!r} (step, done)")

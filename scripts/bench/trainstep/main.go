@@ -6,6 +6,9 @@
 //
 //	trainstep -init DIR          writes the benchmark model (float32) and the batch's ids to DIR
 //	trainstep -model DIR ...     times the update on them, one step per "step" line on stdin
+//
+// -preset NAME -dtype bfloat16 with -init writes a model of a real preset's shape instead (e.g.
+// qwen2.5-0.5b, in bf16: scripts/gpu/run.sh), and -device cuda times the update on a GPU.
 package main
 
 import (
@@ -36,6 +39,7 @@ type options struct {
 	headBudget         int64
 	dtype              string
 	lr                 float64
+	device, preset     string
 }
 
 func main() {
@@ -52,6 +56,8 @@ func main() {
 	flag.Int64Var(&o.headBudget, "head-budget", 0, "ForwardOptions.HeadMemoryBudget in bytes (0: the default, < 0: always recompute the head)")
 	flag.StringVar(&o.dtype, "dtype", "float32", "model dtype")
 	flag.Float64Var(&o.lr, "lr", 1e-5, "AdamW learning rate")
+	flag.StringVar(&o.device, "device", "cpu", "cpu, cuda or cuda:N")
+	flag.StringVar(&o.preset, "preset", "", "with -init: a model preset's shape (qwen2 architecture) instead of the 39M benchmark model")
 	flag.Parse()
 	err := torch.Run(func() error {
 		if o.initDir != "" {
@@ -68,8 +74,16 @@ func main() {
 // benchConfig is the benchmark's model: a 39M-parameter Qwen2 shape (hidden 512, 8 layers, 8 query
 // heads over 2 key/value heads of 64, intermediate 1408, vocabulary 32,000, tied head). The head
 // is 16.4M of the parameters, so recomputing it in backward is about 13 % more work.
-func benchConfig() (*model.Config, *model.GenerationConfig, error) {
-	c, g, err := model.PresetConfig("qwen2", "tiny", &model.Vocab{Size: 32000, BOS: 1, EOS: []int{2}})
+func benchConfig(preset string) (*model.Config, *model.GenerationConfig, error) {
+	vocab := &model.Vocab{Size: 32000, BOS: 1, EOS: []int{2}}
+	switch preset {
+	case "tiny": // the tiny preset's own vocabulary is its tokenizer's: take the benchmark's
+		return model.PresetConfig("qwen2", preset, vocab)
+	case "":
+	default:
+		return model.PresetConfig("qwen2", preset, nil)
+	}
+	c, g, err := model.PresetConfig("qwen2", "tiny", vocab)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +94,7 @@ func benchConfig() (*model.Config, *model.GenerationConfig, error) {
 
 // writeInit saves a seeded model and the batch's token ids (ids.json: one list per sequence).
 func writeInit(o options) error {
-	c, g, err := benchConfig()
+	c, g, err := benchConfig(o.preset)
 	if err != nil {
 		return err
 	}
@@ -89,7 +103,7 @@ func writeInit(o options) error {
 		return err
 	}
 	defer m.Close()
-	if err := m.Export(o.initDir, model.ExportOptions{}); err != nil {
+	if err := m.Export(o.initDir, model.ExportOptions{DType: o.dtype}); err != nil {
 		return err
 	}
 	lens, err := seqLens(o)
@@ -124,7 +138,7 @@ func writeInit(o options) error {
 
 func bench(o options) error {
 	torch.SetNumThreads(o.threads)
-	m, err := model.Load(o.modelDir, model.Options{Device: "cpu", DType: o.dtype})
+	m, err := model.Load(o.modelDir, model.Options{Device: o.device, DType: o.dtype})
 	if err != nil {
 		return err
 	}
@@ -142,6 +156,11 @@ func bench(o options) error {
 	if err != nil {
 		return err
 	}
+	var cudaBase int64
+	if m.Device.IsCUDA() {
+		torch.CUDAResetPeak(m.Device)
+		cudaBase = torch.CUDAMemoryStats(m.Device).Allocated
+	}
 	opt, err := torch.NewAdamW(m.Parameters(), torch.AdamWConfig{LR: o.lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01})
 	if err != nil {
 		return err
@@ -152,7 +171,7 @@ func bench(o options) error {
 	intra, blas := torch.Threads() // as the pools are, whatever the flags and environment asked
 	if err := out.Encode(map[string]any{"ready": true, "side": o.name, "threads": intra,
 		"openblas_threads": strconv.Itoa(blas), "tokens": b.Tokens(), "base_rss_mb": float64(base) / 1024,
-		"config": fmt.Sprintf("%s checkpoint=%v packed=%v head_budget=%d", o.dtype, o.checkpoint, o.packed, o.headBudget)}); err != nil {
+		"config": fmt.Sprintf("%s %s checkpoint=%v packed=%v head_budget=%d", o.dtype, m.Device, o.checkpoint, o.packed, o.headBudget)}); err != nil {
 		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
@@ -160,7 +179,7 @@ func bench(o options) error {
 		switch cmd := strings.TrimSpace(in.Text()); cmd {
 		case "step":
 			c0, t0 := cpuSeconds(), time.Now()
-			loss, ph, err := step(m, b, opt, fo)
+			loss, ph, err := step(m, b, opt, fo, m.Device)
 			if err != nil {
 				return err
 			}
@@ -174,7 +193,11 @@ func bench(o options) error {
 			if err != nil {
 				return err
 			}
-			return out.Encode(map[string]any{"peak_growth_mb": float64(peak-base) / 1024})
+			res := map[string]any{"peak_growth_mb": float64(peak-base) / 1024}
+			if m.Device.IsCUDA() {
+				res["peak_cuda_mb"] = float64(torch.CUDAMemoryStats(m.Device).Peak-cudaBase) / (1 << 20)
+			}
+			return out.Encode(res)
 		default:
 			return fmt.Errorf("unknown command %q (step, done)", cmd)
 		}
@@ -192,8 +215,9 @@ func cpuSeconds() float64 {
 }
 
 // step is one update: gradients dropped, forward + loss, backward, AdamW. It returns the loss and
-// the seconds of the three phases.
-func step(m *model.Model, b *model.Batch, opt *torch.AdamW, fo model.ForwardOptions) (float64, [3]float64, error) {
+// the seconds of the three phases (on a GPU each phase ends with a synchronisation, as
+// train_step.py's do).
+func step(m *model.Model, b *model.Batch, opt *torch.AdamW, fo model.ForwardOptions, dev torch.Device) (float64, [3]float64, error) {
 	var ph [3]float64
 	s := torch.NewScope()
 	defer s.Close()
@@ -210,8 +234,10 @@ func step(m *model.Model, b *model.Batch, opt *torch.AdamW, fo model.ForwardOpti
 	if err := p.Backward(loss); err != nil {
 		return 0, ph, err
 	}
+	torch.Synchronize(dev)
 	t2 := time.Now()
 	opt.Step()
+	torch.Synchronize(dev)
 	t3 := time.Now()
 	ph = [3]float64{t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds(), t3.Sub(t2).Seconds()}
 	return lv, ph, nil
