@@ -38,10 +38,12 @@ BF16_PKGS := ./model ./rollout ./grpo
 
 test: $(SHIM) $(TEST_STAMP) test-scripts
 	$(GO) vet ./...
+	scripts/gpu/run.sh --dry-run build/gpu-dry
 	$(GO) test -count=1 -timeout 60m ./...
 	MTGRPO_TEST_DTYPE=bfloat16 $(GO) test -count=1 -timeout 30m $(BF16_PKGS)
 
 # test-scripts: the decisions of scripts/libtorch.sh (fake Debian trees, fake PyTorch packages).
+# (make test also runs scripts/gpu/run.sh --dry-run: every GPU check's code path on the CPU, small.)
 test-scripts:
 	scripts/libtorch_test.sh
 

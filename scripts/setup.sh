@@ -2,7 +2,8 @@
 # Installs everything mtgrpo needs on a fresh Debian machine: libtorch (unless another one is
 # configured, see scripts/libtorch.sh), OpenBLAS, the Go modules, and the npm assets in third_party/.
 # `scripts/setup.sh --tests` also installs what only the tests use: Debian's chromium, in which the
-# report page is opened headless. Safe to run again: each step checks before it installs.
+# report page is opened headless, and python3-torch (the plain-PyTorch side of the benchmarks and
+# of the GPU checks' dry run). Safe to run again: each step checks before it installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,11 @@ command -v npm >/dev/null || need+=(npm)
 command -v python3 >/dev/null || need+=(python3)
 if $for_tests && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   need+=(chromium)
+fi
+# The plain-PyTorch sides of the benchmarks and of scripts/gpu/run.sh --dry-run (make test):
+# Debian's python3-torch, over the same libtorch as the shim.
+if $for_tests && [ "$TORCH_SOURCE" = debian ] && ! /usr/bin/python3 -P -c 'import torch' 2>/dev/null; then
+  need+=(python3-torch)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   # dpkg's progress goes to a log (hundreds of lines); its end is shown if something fails.

