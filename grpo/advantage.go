@@ -288,7 +288,7 @@ func whitenWeighted(x, w []float64) []float64 {
 // Outcome computes the outcome advantage of c.Estimator (grpo, drgrpo, grpo_multiturn, rloo,
 // reinforce_plus_plus_baseline) for scores [B] with group ids [B]; tokens [B] are the trained
 // tokens per trajectory, read only by reinforce_plus_plus_baseline (nil: one each). mt_grpo and gae
-// need more than scores: use MTGRPO, GAE or BiLevelGAE.
+// need more than scores: use MTGRPO, or GAE (GAEConfig.BiLevel for the bi-level form).
 func Outcome(c AdvConfig, scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
 	if err := c.Validate(); err != nil {
 		return nil, GroupStats{}, err

@@ -2,6 +2,7 @@ package grpo
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,19 +65,33 @@ func TestTrainedTurns(t *testing.T) {
 }
 
 func TestKLValueAndRewards(t *testing.T) {
-	// δ = ℓ − ℓ_ref = −1 − (−1.5) = 0.5: k1 = 0.5, k2 = 0.125, k3 = e^−0.5 + 0.5 − 1 = 0.10653065971263342.
-	for kind, want := range map[KLKind]float64{KLK1: 0.5, KLK2: 0.125, KLK3: 0.10653065971263342} {
-		if got := KLValue(kind, -1, -1.5); !near(got, want, 1e-15) {
-			t.Errorf("%s = %.17g, want %.17g", kind, got, want)
+	// δ = ℓ − ℓ_ref = −1 − (−1.5) = 0.5: k1 = 0.5, k2 = 0.125, k3 = e^−0.5 + 0.5 − 1 = 0.10653065971263342,
+	// abs = 0.5; δ = −0.5 (ℓ and ℓ_ref swapped): k1 = −0.5, abs = 0.5.
+	for kind, want := range map[KLKind]float64{KLK1: 0.5, KLK2: 0.125, KLK3: 0.10653065971263342, KLAbs: 0.5} {
+		if got, err := KLValue(kind, -1, -1.5); err != nil || !near(got, want, 1e-15) {
+			t.Errorf("%s = %.17g (%v), want %.17g", kind, got, err, want)
 		}
+	}
+	if got, _ := KLValue(KLAbs, -1.5, -1); got != 0.5 {
+		t.Errorf("abs(δ=−0.5) = %v, want 0.5", got)
+	}
+	if got, _ := KLValue(KLK1, -1.5, -1); got != -0.5 {
+		t.Errorf("k1(δ=−0.5) = %v, want −0.5", got)
 	}
 	// k3's clamps: δ = 30 → exponent −30 clamped to −20: e^−20 + 20 − 1 ≈ 19 → clamped to 10;
 	// δ = −30 → e^20 − 20 − 1 → 10. k3 is never negative.
-	if got := KLValue(KLK3, 0, -30); got != 10 {
+	if got, _ := KLValue(KLK3, 0, -30); got != 10 {
 		t.Errorf("k3(δ=30) = %v, want 10", got)
 	}
-	if got := KLValue(KLK3, -30, 0); got != 10 {
+	if got, _ := KLValue(KLK3, -30, 0); got != 10 {
 		t.Errorf("k3(δ=−30) = %v, want 10", got)
+	}
+	// An unknown estimator is an error naming it (verl's "full" needs whole distributions).
+	if _, err := KLValue("full", 0, 0); err == nil || !strings.Contains(err.Error(), `"full"`) {
+		t.Errorf("KLValue(full): %v, want an error naming it", err)
+	}
+	if k, err := ParseKLKind("abs"); err != nil || k != KLAbs {
+		t.Errorf("ParseKLKind(abs) = %q, %v", k, err)
 	}
 	// KL in the reward, β = 0.1, k1: KL (0.5, 0) → rewards (−0.05, 0), mean KL 0.25.
 	r, mean, err := KLRewards(KLK1, []float64{-1, -2}, []float64{-1.5, -2}, 0.1)

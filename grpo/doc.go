@@ -83,7 +83,7 @@
 //	advantage_mt.go    MT-GRPO turn-level credit
 //	gae.go             GAE and RAGEN's bi-level GAE over turns, whitening
 //	aggregate.go       loss aggregation modes as per-token weights, turn weighting
-//	kl.go              KL estimators (k1, k2, k3), KL in the reward
+//	kl.go              KL estimators (k1, k2, k3, abs), KL in the reward
 //	dapo.go            dynamic sampling's group filter, overlong penalty, truncation masks
 //	loss.go            LossConfig and the actor loss of one micro-batch
 //	loss_policy.go     PPO clip (clip-higher, dual clip), GSPO, CISPO, importance sampling

@@ -23,9 +23,11 @@ const (
 	// KLK3 = exp(−δ) + δ − 1 (verl also "low_var_kl"), the exponent clamped to ±20 and the result
 	// to ±10: unbiased, never negative, low variance. The default.
 	KLK3 KLKind = "k3"
+	// KLAbs = |δ| (verl's "abs"): never negative, biased; its gradient is sign(δ).
+	KLAbs KLKind = "abs"
 )
 
-var klKinds = []KLKind{KLK1, KLK2, KLK3}
+var klKinds = []KLKind{KLK1, KLK2, KLK3, KLAbs}
 
 // ParseKLKind reads a KL estimator name; unknown names are an error naming the value.
 func ParseKLKind(s string) (KLKind, error) {
@@ -33,35 +35,39 @@ func ParseKLKind(s string) (KLKind, error) {
 }
 
 // KLValue is the estimator for one token with log-prob lp under the policy and ref under the
-// reference.
-func KLValue(kind KLKind, lp, ref float64) float64 {
+// reference; an unknown kind is an error naming it.
+func KLValue(kind KLKind, lp, ref float64) (float64, error) {
 	d := lp - ref
 	switch kind {
 	case KLK1:
-		return d
+		return d, nil
 	case KLK2:
-		return 0.5 * d * d
+		return 0.5 * d * d, nil
 	case KLK3:
 		x := math.Max(-20, math.Min(20, -d))
-		return math.Max(-10, math.Min(10, math.Exp(x)-x-1))
+		return math.Max(-10, math.Min(10, math.Exp(x)-x-1)), nil
+	case KLAbs:
+		return math.Abs(d), nil
 	}
-	panic(fmt.Sprintf("grpo: unknown KL estimator %q", kind))
+	return 0, checkEnum("KL estimator", kind, klKinds)
 }
 
 // TokenKL is KLValue on tensors: lp and ref of one shape (float32 math) → per-token KL of that
 // shape. Differentiable in lp.
-func TokenKL(kind KLKind, lp, ref *torch.Tensor) *torch.Tensor {
+func TokenKL(kind KLKind, lp, ref *torch.Tensor) (*torch.Tensor, error) {
 	d := lp.Sub(ref)
 	switch kind {
 	case KLK1:
-		return d
+		return d, nil
 	case KLK2:
-		return d.Square().MulScalar(0.5)
+		return d.Square().MulScalar(0.5), nil
 	case KLK3:
 		x := d.Neg().Clamp(-20, 20)
-		return x.Exp().Sub(x).AddScalar(-1).Clamp(-10, 10)
+		return x.Exp().Sub(x).AddScalar(-1).Clamp(-10, 10), nil
+	case KLAbs:
+		return d.Abs(), nil
 	}
-	panic(fmt.Sprintf("grpo: unknown KL estimator %q", kind))
+	return nil, checkEnum("KL estimator", kind, klKinds)
 }
 
 // KLRewards puts the KL in the reward: per-token rewards −beta·KL(lp, ref) for one sample's
@@ -77,7 +83,7 @@ func KLRewards(kind KLKind, lp, ref []float64, beta float64) (rewards []float64,
 	}
 	rewards = make([]float64, len(lp))
 	for t := range lp {
-		kl := KLValue(kind, lp[t], ref[t])
+		kl, _ := KLValue(kind, lp[t], ref[t]) // kind was checked above
 		if !finite(kl) {
 			return nil, 0, fmt.Errorf("grpo: KLRewards: token %d: log-prob %v, reference %v", t, lp[t], ref[t])
 		}

@@ -230,7 +230,9 @@ func Loss(c LossConfig, in LossInputs) (loss *torch.Tensor, st Stats, err error)
 	total := pgLoss
 	var kl *torch.Tensor
 	if c.KLCoef > 0 {
-		kl = TokenKL(c.KLKind, p.lp, p.ref)
+		if kl, err = TokenKL(c.KLKind, p.lp, p.ref); err != nil {
+			return nil, Stats{}, err
+		}
 		total = total.Add(kl.MulScalar(c.KLCoef))
 	}
 	if c.EntropyCoef != 0 {

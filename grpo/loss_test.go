@@ -219,13 +219,65 @@ func TestTokenKLMatchesKLValue(t *testing.T) {
 	ref := []float64{-1.5, -0.2, -1, -30, 0, -0.25}
 	onTorch(t, func() {
 		for _, kind := range klKinds {
-			got := TokenKL(kind, tf(lp, 6), tf(ref, 6)).Float64s()
+			kl, err := TokenKL(kind, tf(lp, 6), tf(ref, 6))
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := make([]float64, len(lp))
 			for i := range lp {
-				want[i] = KLValue(kind, lp[i], ref[i])
+				want[i], _ = KLValue(kind, lp[i], ref[i])
 			}
-			expectSlice(t, string(kind), got, want, 1e-5)
+			expectSlice(t, string(kind), kl.Float64s(), want, 1e-5)
 		}
+		if _, err := TokenKL("full", tf(lp, 6), tf(ref, 6)); err == nil {
+			t.Error("TokenKL(full): no error")
+		}
+	})
+}
+
+// TestPPOKLClampedAsTheRatio: actor/ppo_kl is the mean of −clamp(ℓ − ℓ_old, ±20), the clamp the
+// ratio uses (verl's compute_policy_loss_vanilla). δ = ℓ − ℓ_old = 25, −30, 1 on three tokens:
+// clamped 20, −20, 1 → ppo_kl = −(20 − 20 + 1)/3 = −1/3 (unclamped it would be −(25 − 30 + 1)/3 = 4/3).
+func TestPPOKLClampedAsTheRatio(t *testing.T) {
+	onTorch(t, func() {
+		old := []float64{-30, -1, -2}
+		in := LossInputs{
+			LogProbs:   leaf([]float64{-5, -31, -1}, 3),
+			Old:        tf(old, 3),
+			Advantages: tf([]float64{0, 0, 0}, 3),
+			Weights:    tf([]float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, 3),
+			Mask:       tf([]float64{1, 1, 1}, 3),
+		}
+		_, st, err := Loss(DefaultLossConfig(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectMetrics(t, "clamped", st.Metrics(1), map[string]float64{"actor/ppo_kl": -1.0 / 3}, 1e-6)
+	})
+}
+
+// TestLossKLAbs: the abs estimator in the loss, β = 0.1, w = 0.5 on two tokens with δ = 0.5 and
+// −0.5: loss = 0.1·0.5·(0.5 + 0.5) = 0.05; dloss/dℓ = β·w·sign(δ) = (0.05, −0.05).
+func TestLossKLAbs(t *testing.T) {
+	onTorch(t, func() {
+		c := DefaultLossConfig()
+		c.KLCoef, c.KLKind = 0.1, KLAbs
+		in := LossInputs{
+			LogProbs:   leaf([]float64{-1, -2}, 2),
+			Ref:        tf([]float64{-1.5, -1.5}, 2),
+			Advantages: tf([]float64{0, 0}, 2),
+			Weights:    tf([]float64{0.5, 0.5}, 2),
+			Mask:       tf([]float64{1, 1}, 2),
+		}
+		loss, st, err := Loss(c, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loss.Float(); !near(got, 0.05, 1e-7) {
+			t.Errorf("loss = %.8g, want 0.05", got)
+		}
+		expectSlice(t, "dloss/dℓ", grad(loss, in.LogProbs), []float64{0.05, -0.05}, 1e-7)
+		expectMetrics(t, "abs", st.Metrics(1), map[string]float64{"actor/kl_loss": 0.5}, 1e-7)
 	})
 }
 

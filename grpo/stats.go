@@ -84,7 +84,7 @@ const (
 	psPG                // Σ w·L_pg·w_IS
 	psClip              // Σ m·[clipped]
 	psClipLow           // Σ m·[dual clip]
-	psPPOKL             // Σ m·(ℓ_old − ℓ)
+	psPPOKL             // Σ m·−clamp(ℓ − ℓ_old, ±20), the ratio's own clamp (verl's ppo_kl)
 	psKLTokens          // Σ m when the KL term is on
 	psKL                // Σ w·KL
 	psEntTokens         // Σ m when entropies are given
@@ -122,7 +122,7 @@ func policyStats(p *prepared, pg pgTerms, pgLoss, kl *torch.Tensor, is *isTerms)
 	if pg.lower != nil {
 		v[psClipLow] = count(pg.lower)
 	}
-	v[psPPOKL] = sum(p.old.Sub(p.lp.Detach()))
+	v[psPPOKL] = sum(p.lp.Detach().Sub(p.old).Clamp(-20, 20).Neg())
 	if kl != nil {
 		v[psKLTokens] = tokens
 		v[psKL] = p.masked(kl.Detach()).Mul(p.w).Sum(false)
