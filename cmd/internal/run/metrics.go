@@ -106,7 +106,7 @@ func parseMetrics(path string, b []byte) ([]Record, error) {
 			return nil, fmt.Errorf("run: %s line %d: %w", path, n, err)
 		}
 		step, ok := raw["step"].(float64)
-		if !ok || step != math.Trunc(step) {
+		if !ok || step != math.Trunc(step) || step < 0 || step > 1<<53 {
 			return nil, fmt.Errorf("run: %s line %d: no integer \"step\"", path, n)
 		}
 		rec := Record{Step: int(step), Values: Metrics{}}
