@@ -178,6 +178,9 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return d.fail(n, key, "want %s, got %s", typeName(v.Type()), shown(n))
 	}
+	if err := finite(tmp.Elem()); err != nil {
+		return d.fail(n, key, "%v", err)
+	}
 	if check, ok := enums[v.Type()]; ok {
 		canon, err := check(tmp.Elem().String())
 		if err != nil {
