@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,7 +151,7 @@ func evalCheckpoint(path string) (evalTarget, error) {
 
 // readStep reads a checkpoint's step from its manifest.
 func readStep(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, rundir.ManifestName))
+	b, err := data.ReadFile(filepath.Join(dir, rundir.ManifestName), data.MaxConfigBytes)
 	if err != nil {
 		return 0, err
 	}

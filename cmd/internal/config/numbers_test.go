@@ -58,3 +58,23 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 		t.Errorf("file: %v, want %s", err, want)
 	}
 }
+
+// A configuration file is read under a cap (/dev/zero is refused, not read without end) and holds
+// one YAML document: a second one after "---" is refused with its line, not ignored.
+func TestConfigFileBoundedAndOneDocument(t *testing.T) {
+	_, err := Resolve(Sources{Files: []string{"/dev/zero"}, LookupEnv: noEnv, Overrides: withModel})
+	if want := "/dev/zero: too large: over 16777216 bytes"; err == nil || err.Error() != want {
+		t.Errorf("/dev/zero: %v, want %s", err, want)
+	}
+	f := writeYAML(t, "rollout:\n  tasks: 2\n---\nrollout:\n  tasks: 3\n")
+	_, err = Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel})
+	want := f + `:4: a second YAML document (after "---"): a configuration file holds one document; merge them or give a second --config file`
+	if err == nil || err.Error() != want {
+		t.Errorf("two documents: %v\nwant %s", err, want)
+	}
+	// A leading "---" and a final "..." are one document.
+	f = writeYAML(t, "---\nrollout:\n  tasks: 2\n...\n")
+	if c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel}); err != nil || c.Rollout.Tasks != 2 {
+		t.Errorf("one document with markers: %v", err)
+	}
+}

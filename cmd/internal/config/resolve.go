@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"os"
 	"reflect"
 	"strings"
@@ -118,7 +119,7 @@ func presetOf(s Sources, files []string) (name, where string, err error) {
 	}
 	docs := s.Docs
 	for _, f := range files {
-		b, err := os.ReadFile(strings.TrimSpace(f))
+		b, err := data.ReadFile(strings.TrimSpace(f), data.MaxConfigBytes)
 		if err != nil {
 			return "", "", &Error{Where: f, Err: errors.Unwrap(err)}
 		}
@@ -185,7 +186,7 @@ func isSeedSection(key string, n *yaml.Node) bool {
 // ReadSaved reads a configuration saved in a run directory or checkpoint (config.yaml): every key
 // is checked as in any file, and its preset is kept as recorded.
 func ReadSaved(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := data.ReadFile(path, data.MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

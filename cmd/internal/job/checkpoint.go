@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func readState(dir string) (state, error) {
 	if err := rundir.Verify(dir, true); err != nil {
 		return st, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, checkpointState))
+	b, err := data.ReadFile(filepath.Join(dir, checkpointState), data.MaxConfigBytes)
 	if err != nil {
 		return st, fmt.Errorf("checkpoint: %w", err)
 	}

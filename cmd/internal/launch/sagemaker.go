@@ -3,6 +3,7 @@ package launch
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,7 +69,7 @@ func SageMakerFromEnv(env map[string]string) (*SageMaker, error) {
 		}
 	}
 	path := filepath.Join(s.Root, "input", "config", "hyperparameters.json")
-	b, err := os.ReadFile(path)
+	b, err := data.ReadFile(path, data.MaxConfigBytes)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("sagemaker: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"html/template"
 	"io/fs"
 	"os"
@@ -51,7 +52,7 @@ func Load(dir string) (*Run, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	r := &Run{Dir: dir, Records: recs}
-	if b, err := os.ReadFile(filepath.Join(dir, rundir.ConfigFile)); err == nil {
+	if b, err := data.ReadFile(filepath.Join(dir, rundir.ConfigFile), data.MaxConfigBytes); err == nil {
 		r.Config = string(b)
 	}
 	if r.Samples, err = rundir.ReadSamples(dir); err != nil {

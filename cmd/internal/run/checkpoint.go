@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"io"
 	"io/fs"
 	"os"
@@ -285,7 +286,7 @@ var ErrMisnamed = errors.New("name and manifest disagree")
 // with contents also its SHA-256; a directory named step-N must hold step N. The error names the
 // file that differs.
 func Verify(dir string, contents bool) error {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := data.ReadFile(filepath.Join(dir, ManifestName), data.MaxConfigBytes)
 	if err != nil {
 		return fmt.Errorf("run: checkpoint %s: %w", dir, err)
 	}
