@@ -100,6 +100,43 @@ func TestToolLimitsDoNotWaitForStubbornTools(t *testing.T) {
 	}
 }
 
+// tidy is a tool that, cancelled, takes a while to clean up (as the python sandbox removes its
+// run directory) before it returns.
+type tidy struct{ cleaned chan struct{} }
+
+func (tidy) Name() string                { return "tidy" }
+func (tidy) Description() string         { return "cleans up when cancelled" }
+func (tidy) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (t tidy) Call(ctx context.Context, _ json.RawMessage) (string, error) {
+	<-ctx.Done()
+	time.Sleep(100 * time.Millisecond)
+	close(t.cleaned)
+	return "", ctx.Err()
+}
+
+// A call cancelled (its time ran out, or the run was aborted) returns after the tool's own
+// clean-up, so a process that exits next leaves nothing behind; a tool that ignores its
+// context is still not waited for (above).
+func TestCancelledCallWaitsForCleanup(t *testing.T) {
+	for _, cancelRun := range []bool{false, true} {
+		tool := tidy{cleaned: make(chan struct{})}
+		ts, _ := NewToolset(tool)
+		ts.Limits.Time = 100 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		if cancelRun {
+			ts.Limits.Time = time.Minute
+			time.AfterFunc(50*time.Millisecond, cancel)
+		}
+		msgs, _, _ := ts.Run(ctx, 0, ParseToolCalls(`<tool_call>{"name": "tidy", "arguments": {}}</tool_call>`))
+		cancel()
+		select {
+		case <-tool.cleaned:
+		default:
+			t.Errorf("cancel run %v: the call returned (%q) before the tool cleaned up", cancelRun, msgs[0].Content)
+		}
+	}
+}
+
 // A cancelled episode context ends Step with its error; the tool messages say why.
 func TestStepCancelledWhileToolsRun(t *testing.T) {
 	ts, _ := NewToolset(stall{})
