@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,9 +150,19 @@ func (s *server) call(ctx context.Context, name string, args any) (*sdk.CallTool
 			return res, err
 		}
 		s.markDead(gen)
+		if frameTooLarge(err) { // the server is alive; the same call would only answer the same
+			return nil, fmt.Errorf("server %s answered more than the %d MiB one message may hold (the next call starts a new session): %w",
+				s.cfg.name(), sdk.DefaultMaxLineLength>>20, err)
+		}
 		last = err
 	}
 	return nil, fmt.Errorf("server %s died during the call twice: %w", s.cfg.name(), last)
+}
+
+// frameTooLarge is an answer past the stdio transport's frame limit: the stream cannot be read
+// on past it, so the session is done, but the server did not crash.
+func frameTooLarge(err error) bool {
+	return strings.Contains(err.Error(), "exceeded the configured maximum line length")
 }
 
 // brokenSession tells a dead connection from an error the server answered with (a JSON-RPC
