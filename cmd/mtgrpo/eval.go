@@ -93,6 +93,9 @@ func evalCmd(args []string) error {
 	if err := requireDir("eval", "model", modelDir); err != nil {
 		return err
 	}
+	if ck, ok := checkpointAround(*out); *out != "" && ok {
+		return usagef("eval: --out %s is inside the checkpoint %s: writing there would break the checkpoint's manifest; choose a directory outside it", *out, ck)
+	}
 	return runEval(cfg, modelDir, *threadSpec, *out, max(step, 0))
 }
 
@@ -111,6 +114,9 @@ func runEval(cfg *config.Config, modelDir, threadSpec, out string, step int) err
 		return fmt.Errorf("eval: %w", err)
 	}
 	printMetrics(m)
+	if n, why := rollout.Failures(trajs); n > 0 {
+		fmt.Fprintf(os.Stderr, "mtgrpo eval: %d of %d episodes failed (scored 0): %s\n", n, len(trajs), why)
+	}
 	if out != "" {
 		if err := writeEval(out, m, trajs, step); err != nil {
 			return fmt.Errorf("eval: %w", err)
