@@ -43,6 +43,8 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 		{set("rollout.tasks", "4611686018427387905", "rollout.group", "4"), "--set: rollout.tasks: 4611686018427387905: must be at most 1048576"},
 		{set("rollout.tasks", "65536", "rollout.group", "16", "rollout.max_len", "16777216"),
 			"--set: rollout.tasks: 1048576 trajectories per step × 16777216 tokens each (rollout.max_len): must be at most 68719476736 tokens"},
+		{set("rollout.slots", "1048576", "rollout.max_len", "16777216"),
+			"--set: rollout.slots: 1048576 sequences decoded at once × 16777216 tokens each (rollout.max_len): must be at most 68719476736 tokens"},
 		{set("data.train_size", "1000000000"), "--set: data.train_size: 1000000000: must be at most 16777216"},
 		{set("env.python.memory_mb", "9223372036854775807"), "--set: env.python.memory_mb: 9223372036854775807: must be at most 16777216"},
 	} {

@@ -124,6 +124,9 @@ func (c *Config) validateRollout() error {
 	if _, ok := product(trajs, c.MaxLen(), maxTokensPerStep); !ok {
 		return c.bad("rollout.tasks", "%d trajectories per step × %d tokens each (rollout.max_len): must be at most %d tokens", trajs, c.MaxLen(), int64(maxTokensPerStep))
 	}
+	if _, ok := product(r.Slots, c.MaxLen(), maxTokensPerStep); !ok { // the KV cache's rows
+		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens", r.Slots, c.MaxLen(), int64(maxTokensPerStep))
+	}
 	if err := c.numbers(number{key: "rollout.temperature", v: r.Temperature, lo: 0, hi: 100},
 		number{key: "rollout.top_p", v: r.TopP, lo: 0, hi: 1, loOpen: true},
 		number{key: "rollout.min_p", v: r.MinP, lo: 0, hi: 1, hiOpen: true}); err != nil {
