@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -157,7 +157,7 @@ func evalCheckpoint(path string) (evalTarget, error) {
 
 // readStep reads a checkpoint's step from its manifest.
 func readStep(dir string) (int, error) {
-	b, err := data.ReadFile(filepath.Join(dir, rundir.ManifestName), data.MaxConfigBytes)
+	b, err := bounded.ReadFile(filepath.Join(dir, rundir.ManifestName), bounded.Small)
 	if err != nil {
 		return 0, err
 	}

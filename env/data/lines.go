@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // LineReader reads newline-separated lines under two bounds: the length of one line and the
@@ -24,7 +26,7 @@ type LineReader struct {
 // bounds.
 var (
 	ErrLineTooLong = errors.New("line too long")
-	ErrTooLarge    = errors.New("too large")
+	ErrTooLarge    = bounded.ErrTooLarge
 )
 
 // NewLineReader reads r with lines of at most maxLine bytes (newline excluded) and at most

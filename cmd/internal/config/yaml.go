@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"io"
 	"reflect"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Error is a bad key or value, naming where it was given: "configs/x.yaml:12", "$LR",
@@ -54,7 +54,7 @@ func (d *decoder) fail(n *yaml.Node, key string, format string, a ...any) error 
 
 // LoadFile applies a YAML file to c.
 func (c *Config) LoadFile(path string) error {
-	b, err := data.ReadFile(path, data.MaxConfigBytes)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil {
 		return &Error{Where: path, Err: errors.Unwrap(err)}
 	}

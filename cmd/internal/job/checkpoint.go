@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
@@ -54,7 +54,7 @@ func readState(dir string) (state, error) {
 	if err := rundir.Verify(dir, true); err != nil {
 		return st, err
 	}
-	b, err := data.ReadFile(filepath.Join(dir, checkpointState), data.MaxConfigBytes)
+	b, err := bounded.ReadFile(filepath.Join(dir, checkpointState), bounded.Small)
 	if err != nil {
 		return st, fmt.Errorf("checkpoint: %w", err)
 	}

@@ -3,12 +3,13 @@ package launch
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // SageMaker is the layout of a SageMaker training job (the container runs `mtgrpo train`):
@@ -69,7 +70,7 @@ func SageMakerFromEnv(env map[string]string) (*SageMaker, error) {
 		}
 	}
 	path := filepath.Join(s.Root, "input", "config", "hyperparameters.json")
-	b, err := data.ReadFile(path, data.MaxConfigBytes)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("sagemaker: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Manifest is written last into every checkpoint: the files the trainer wrote, with sizes and
@@ -286,7 +287,7 @@ var ErrMisnamed = errors.New("name and manifest disagree")
 // with contents also its SHA-256; a directory named step-N must hold step N. The error names the
 // file that differs.
 func Verify(dir string, contents bool) error {
-	b, err := data.ReadFile(filepath.Join(dir, ManifestName), data.MaxConfigBytes)
+	b, err := bounded.ReadFile(filepath.Join(dir, ManifestName), bounded.Small)
 	if err != nil {
 		return fmt.Errorf("run: checkpoint %s: %w", dir, err)
 	}

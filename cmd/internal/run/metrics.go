@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mtgrpo/mtgrpo/env/data"
 	"io/fs"
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Metrics are one step's scalars by verl/TRL name.
@@ -82,7 +84,7 @@ func encodeRecord(step int, m Metrics) ([]byte, []string) {
 // ignored; any other malformed line is an error naming the file and line.
 func ReadMetrics(dir string) ([]Record, error) {
 	path := dir + "/" + MetricsFile
-	b, err := data.ReadFile(path, data.DefaultMaxBytes)
+	b, err := bounded.ReadFile(path, data.DefaultMaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -128,7 +130,7 @@ func parseMetrics(path string, b []byte) ([]Record, error) {
 // truncateMetrics keeps the records of steps up to step (resuming from that step's checkpoint
 // replays the later ones), rewriting the file atomically. A missing file is fine.
 func truncateMetrics(path string, step int) error {
-	b, err := data.ReadFile(path, data.DefaultMaxBytes)
+	b, err := bounded.ReadFile(path, data.DefaultMaxBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -1,17 +1,24 @@
-package data
+package bounded
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 )
 
-// Caps of ReadFile for the program's own small files.
+// ErrTooLarge is wrapped by the error of a read past its cap.
+var ErrTooLarge = errors.New("too large")
+
+// Caps of ReadFile by the kind of file.
 const (
-	// MaxConfigBytes bounds a configuration file, a saved config.yaml, a checkpoint's manifest
-	// and state.
-	MaxConfigBytes = 16 << 20
+	// Small bounds the program's own and the users' small files: a configuration file, a saved
+	// config.yaml, a checkpoint's manifest and state, a model's config.json and
+	// generation_config.json, tokenizer_config.json, a safetensors index.
+	Small = 16 << 20
+	// Tokenizer bounds tokenizer.json (the largest published ones hold some 30 MB).
+	Tokenizer = 1 << 30
 )
 
 // ReadFile reads a whole file of at most max bytes. A larger one, or a stream without end such
