@@ -53,9 +53,18 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 			t.Errorf("%v:\n got %v\nwant %s", c.over[1:], err, c.want)
 		}
 	}
+	// Through a seed project's key and an environment variable alike.
+	_, err := Resolve(Sources{LookupEnv: noEnv, Overrides: set("algorithm.gamma", ".nan")})
+	if want := "--set: algorithm.gamma (advantage.gamma): NaN: want a finite number"; err == nil || err.Error() != want {
+		t.Errorf("seed key: %v, want %s", err, want)
+	}
+	_, err = Resolve(Sources{LookupEnv: envOf(map[string]string{"LR": ".inf"}), Overrides: withModel})
+	if want := "$LR: optim.lr: +Inf: want a finite number"; err == nil || err.Error() != want {
+		t.Errorf("variable: %v, want %s", err, want)
+	}
 	// In a file, the place is the file and line.
 	f := writeYAML(t, "optim:\n  lr: 1e-6\n  eps: .inf\n")
-	_, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel})
+	_, err = Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel})
 	if want := f + ":3: optim.eps: +Inf: want a finite number"; err == nil || err.Error() != want {
 		t.Errorf("file: %v, want %s", err, want)
 	}
