@@ -170,6 +170,15 @@ func TestTrainExternalPartFails(t *testing.T) {
 			}
 		})
 	}
+	t.Run("dynamic-sampling", func(t *testing.T) { // every round fails: the failures are the news
+		_, args := trainWithYAML(t, model, reward("import sys; sys.exit(3)")+"dapo:\n  dynamic_sampling: true\n")
+		err := run(append(args, "--steps", "1", "--set", "eval.before=false"))
+		for _, w := range []string{"dynamic sampling found no group with differing rewards in 4 rounds; 16 of 16 episodes failed: ", "exit status 3"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v lacks %q", err, w)
+			}
+		}
+	})
 	t.Run("some-fail", func(t *testing.T) {
 		runDir, args := trainWithYAML(t, model, reward("import json, sys; r = json.load(sys.stdin); sys.exit(3) if r['episode'] < 2 else print(1)"))
 		if err := run(append(args, "--steps", "1", "--set", "eval.before=false", "--set", "train.export=false", "--set", "train.report=false")); err != nil {
