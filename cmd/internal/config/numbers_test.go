@@ -45,6 +45,8 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 			"--set: rollout.tasks: 1048576 trajectories per step × 16777216 tokens each (rollout.max_len): must be at most 68719476736 tokens"},
 		{set("rollout.slots", "1048576", "rollout.max_len", "16777216"),
 			"--set: rollout.slots: 1048576 sequences decoded at once × 16777216 tokens each (rollout.max_len): must be at most 68719476736 tokens"},
+		{set("data.val_size", "65536", "eval.samples", "64"),
+			"--set: eval.samples: data.val_size 65536 × eval.samples 64 trajectories per evaluation: must be at most 1048576"},
 		{set("data.train_size", "1000000000"), "--set: data.train_size: 1000000000: must be at most 16777216"},
 		{set("env.python.memory_mb", "9223372036854775807"), "--set: env.python.memory_mb: 9223372036854775807: must be at most 16777216"},
 	} {

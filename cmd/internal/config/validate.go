@@ -156,6 +156,10 @@ func (c *Config) validateLoop() error {
 		size{"dapo.overlong_len", c.DAPO.OverlongLen, 0, maxTokens}); err != nil {
 		return err
 	}
+	if _, ok := product(c.Data.ValSize, e.Samples, maxTrajectories); c.Data.Val == "" && !ok {
+		return c.bad("eval.samples", "data.val_size %d × eval.samples %d trajectories per evaluation: must be at most %d",
+			c.Data.ValSize, e.Samples, maxTrajectories)
+	}
 	if t.Steps == 0 {
 		if err := c.sizes(size{"train.epochs", t.Epochs, 1, maxCount}); err != nil {
 			return err
