@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,37 @@ func TestCancelledCallWaitsForCleanup(t *testing.T) {
 		case <-tool.cleaned:
 		default:
 			t.Errorf("cancel run %v: the call returned (%q) before the tool cleaned up", cancelRun, msgs[0].Content)
+		}
+	}
+}
+
+// The python tool cancelled mid-run (the message's time ran out, or the run was aborted) has
+// removed its run directory (main.py, the root's mount point) when the call returns: a process
+// that exits next leaves nothing in TMPDIR.
+func TestPythonCancelledLeavesNoRunDirectory(t *testing.T) {
+	cfg := quickPython
+	cfg.TempDir = t.TempDir()
+	py, err := NewPythonTool(cfg)
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	ts, _ := NewToolset(py)
+	for _, abort := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ts.Limits.Time = 300 * time.Millisecond
+		if abort {
+			ts.Limits.Time = time.Minute
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+		msgs, _, _ := ts.Run(ctx, 0, ParseToolCalls(`<tool_call>{"name": "python", "arguments": {"code": "while True: pass"}}</tool_call>`))
+		cancel()
+		left, _ := os.ReadDir(cfg.TempDir)
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		if len(names) > 0 {
+			t.Errorf("abort %v: %q, and left behind in TMPDIR: %v", abort, msgs[0].Content, names)
 		}
 	}
 }
