@@ -30,6 +30,23 @@ func TestHundredMBResultIsRefused(t *testing.T) {
 	}
 }
 
+// Over HTTP the same holds: an answer's body is read up to 16 MiB, not whole.
+func TestHundredMBResultIsRefusedOverHTTP(t *testing.T) {
+	url, _ := httpServer(t, "127.0.0.1:0")
+	c := connect(t, Config{Servers: []ServerConfig{{Name: "web", URL: url}}})
+	_, err := call(t, toolByName(t, c, "big"), `{"bytes": 100000000}`)
+	want := "server web answered more than the 16 MiB one message may hold (the next call starts a new session): "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("big: %v\nwant an error containing %s", err, want)
+	}
+	if got, err := call(t, toolByName(t, c, "add"), `{"a": 1, "b": 2}`); got != "3" || err != nil {
+		t.Errorf("the next call: %q, %v", got, err)
+	}
+	if got, err := call(t, toolByName(t, c, "big"), `{"bytes": 10000000}`); err != nil || len(got) != DefaultMaxResultBytes+len("\n[truncated: the result has 10000000 bytes, the first 16384 are shown]") {
+		t.Errorf("10 MB under the limit: %d bytes, %v", len(got), err)
+	}
+}
+
 // Invalid UTF-8 in what the model sends comes back as valid UTF-8: the server's JSON replaces
 // each bad byte with U+FFFD, and the result is valid text for the chat template.
 func TestInvalidUTF8Result(t *testing.T) {
