@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/env/envtest"
@@ -177,6 +178,16 @@ func TestTrainExternalPartFails(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("error %v lacks %q", err, w)
 			}
+		}
+	})
+	t.Run("eval", func(t *testing.T) { // eval scores failed episodes 0 and says so
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "config.yaml")
+		os.WriteFile(cfg, []byte(openenv(failing)), 0o644)
+		code, stderr := runChild(t, time.Minute, "eval", "--model", model, "--config", cfg, "--threads", "1",
+			"--set", "data.val_size=2", "--set", "rollout.max_new_tokens=12", "--set", "rollout.max_context_tokens=1024")
+		if want := "mtgrpo eval: 2 of 2 episodes failed (scored 0): episode 0: env step: openenv: task "; code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("eval: exit %d, stderr %s\nwant 0 and %q", code, stderr, want)
 		}
 	})
 	t.Run("some-fail", func(t *testing.T) {
