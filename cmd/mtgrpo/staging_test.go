@@ -45,8 +45,9 @@ func TestStagingRefusesACheckpoint(t *testing.T) {
 	st.discard()
 }
 
-// init and eval refuse, before any work, an --out inside a checkpoint (a usage error).
-func TestInitEvalRefuseCheckpointAsOut(t *testing.T) {
+// init, eval, train and demo refuse, before any work, an --out or run directory inside a
+// checkpoint.
+func TestCommandsRefuseCheckpointAsOut(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "step-00000004")
 	os.MkdirAll(filepath.Join(ck, "model"), 0o755)
 	os.WriteFile(filepath.Join(ck, rundir.ManifestName), []byte(`{"step":4,"files":[]}`), 0o644)
@@ -55,6 +56,15 @@ func TestInitEvalRefuseCheckpointAsOut(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "init: "+filepath.Join(ck, "model")+" is inside the checkpoint "+real) ||
 		!errors.As(err, new(usageError)) {
 		t.Errorf("init into a checkpoint: %v; want a usage error naming the checkpoint", err)
+	}
+	err = run([]string{"train", "--model", tinyModel(t), "--run-dir", filepath.Join(ck, "run")})
+	if err == nil || !strings.Contains(err.Error(), "train: run_dir "+filepath.Join(ck, "run")+" is inside the checkpoint "+real) ||
+		!errors.As(err, new(usageError)) {
+		t.Errorf("train into a checkpoint: %v; want a usage error naming the checkpoint", err)
+	}
+	err = run([]string{"demo", "--run-dir", filepath.Join(ck, "demo")})
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(ck, "demo")+" is inside the checkpoint "+real) {
+		t.Errorf("demo into a checkpoint: %v; want an error naming the checkpoint", err)
 	}
 	err = run([]string{"eval", "--model", tinyModel(t), "--out", filepath.Join(ck, "eval")})
 	if err == nil || !strings.Contains(err.Error(), "eval: --out "+filepath.Join(ck, "eval")+" is inside the checkpoint "+real) ||
