@@ -82,7 +82,7 @@ func checkpointAround(dst string) (string, bool) {
 		return "", false
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(p, rundir.ManifestName)); err == nil {
+		if rundir.IsCheckpoint(p) {
 			return p, true
 		}
 		up := filepath.Dir(p)

@@ -18,7 +18,7 @@ func TestStagingRefusesACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "run", "checkpoints", "step-00000004")
 	os.MkdirAll(filepath.Join(ck, "model"), 0o755)
-	os.WriteFile(filepath.Join(ck, rundir.ManifestName), []byte(`{"step":4}`), 0o644)
+	os.WriteFile(filepath.Join(ck, rundir.ManifestName), []byte(`{"step":4,"files":[]}`), 0o644)
 	os.WriteFile(filepath.Join(ck, "model", "model.safetensors"), []byte("weights"), 0o644)
 	link := filepath.Join(dir, "link")
 	os.Symlink(ck, link)
@@ -37,12 +37,20 @@ func TestStagingRefusesACheckpoint(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(ck, "*staging*")); len(left) != 0 {
 		t.Errorf("staging directories left in the checkpoint: %v", left)
 	}
-	// Beside the checkpoint is fine.
+	// Beside the checkpoint is fine, and so is a directory whose MANIFEST.json is another kind's.
 	st, err := newStaging(filepath.Join(dir, "run", "model"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.discard()
+	other := filepath.Join(dir, "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, rundir.ManifestName), []byte(`{"name": "a dataset"}`), 0o644)
+	if st, err = newStaging(filepath.Join(other, "model"), false); err != nil {
+		t.Errorf("beside another kind of MANIFEST.json: %v", err)
+	} else {
+		st.discard()
+	}
 }
 
 // init, eval, train and demo refuse, before any work, an --out or run directory inside a

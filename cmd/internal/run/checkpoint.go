@@ -279,6 +279,20 @@ func removeDir(dir string) error {
 	return os.RemoveAll(gone)
 }
 
+// IsCheckpoint reports whether dir holds a checkpoint's manifest (a JSON object with a step and a
+// list of files), whether or not the files are all there.
+func IsCheckpoint(dir string) bool {
+	b, err := bounded.ReadFile(filepath.Join(dir, ManifestName), bounded.Small)
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Step  *int           `json:"step"`
+		Files []ManifestFile `json:"files"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Step != nil && m.Files != nil
+}
+
 // ErrMisnamed is a checkpoint directory named step-N whose manifest holds another step: a
 // checkpoint's identity is its manifest, never its directory's name.
 var ErrMisnamed = errors.New("name and manifest disagree")
