@@ -85,8 +85,8 @@ func demoDocs(short bool) ([]config.Doc, error) {
 // claimDemoDir clears a run directory left by an earlier demo and marks it as the demo's. A
 // directory holding anything else is refused: the demo deletes only what it wrote.
 func claimDemoDir(dir string) error {
-	if at, ok := checkpointAround(dir); ok {
-		return fmt.Errorf("%s is inside the checkpoint %s: writing there would break the checkpoint's manifest; choose another --run-dir", dir, at)
+	if err := outsideCheckpoints(dir); err != nil {
+		return err
 	}
 	ents, err := os.ReadDir(dir)
 	switch {

@@ -93,8 +93,10 @@ func evalCmd(args []string) error {
 	if err := requireDir("eval", "model", modelDir); err != nil {
 		return err
 	}
-	if ck, ok := checkpointAround(*out); *out != "" && ok {
-		return usagef("eval: --out %s is inside the checkpoint %s: writing there would break the checkpoint's manifest; choose a directory outside it", *out, ck)
+	if *out != "" {
+		if err := outsideCheckpoints(*out); err != nil {
+			return usagef("eval: --out %v", err)
+		}
 	}
 	return runEval(cfg, modelDir, *threadSpec, *out, max(step, 0))
 }

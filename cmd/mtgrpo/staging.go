@@ -34,8 +34,8 @@ func stagingPrefix(dst string) string {
 // directories of dst and makes a fresh one.
 func newStaging(dst string, force bool) (*staging, error) {
 	dst = filepath.Clean(dst)
-	if ck, ok := checkpointAround(dst); ok {
-		return nil, usagef("%s is inside the checkpoint %s: writing there would break the checkpoint's manifest; choose a directory outside it", dst, ck)
+	if err := outsideCheckpoints(dst); err != nil {
+		return nil, usagef("%v", err)
 	}
 	names, err := entries(dst)
 	if err != nil {
@@ -74,8 +74,19 @@ func entries(dir string) ([]string, error) {
 	return names, nil
 }
 
-// checkpointAround finds a checkpoint (a directory holding a manifest) that dst is or lies in,
-// following symlinks: a destination reached through a link to a checkpoint is that checkpoint.
+// outsideCheckpoints refuses a destination that is or lies in a checkpoint: every command that
+// writes a directory checks its destination with it.
+func outsideCheckpoints(dst string) error {
+	if ck, ok := checkpointAround(dst); ok {
+		return fmt.Errorf("%s is inside the checkpoint %s: writing there would break the checkpoint's manifest; "+
+			"choose a directory outside it", dst, ck)
+	}
+	return nil
+}
+
+// checkpointAround finds a checkpoint (a directory holding a checkpoint's manifest) that dst is or
+// lies in, following symlinks: a destination reached through a link to a checkpoint is that
+// checkpoint.
 func checkpointAround(dst string) (string, bool) {
 	p, err := resolve(dst)
 	if err != nil {

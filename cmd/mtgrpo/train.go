@@ -66,8 +66,8 @@ func train(args []string) error {
 	if *printOnly {
 		return printConfig(cfg)
 	}
-	if at, ok := checkpointAround(cfg.RunDir); ok {
-		return usagef("train: run_dir %s is inside the checkpoint %s: writing there would break the checkpoint's manifest; choose a directory outside it", cfg.RunDir, at)
+	if err := outsideCheckpoints(cfg.RunDir); err != nil {
+		return usagef("train: run_dir %v", err)
 	}
 	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
 }
