@@ -84,7 +84,8 @@ func (c *Config) validateEnv() error {
 		return c.bad("env.python.require", "%v", strings.TrimPrefix(err.Error(), "env.python.require: "))
 	}
 	p := e.Python
-	if err := c.sizes(size{"env.python.memory_mb", int(p.MemoryMB), 0, maxCount}, size{"env.python.file_mb", int(p.FileMB), 0, maxCount},
+	if err := c.sizes(size{"env.python.memory_mb", int(p.MemoryMB), 0, maxCount},
+		size{"env.python.file_mb", int(p.FileMB), 0, maxCount},
 		size{"env.python.disk_mb", int(p.DiskMB), 0, maxCount}, size{"env.python.budget_mb", int(p.BudgetMB), 0, maxCount},
 		size{"env.reward_budget", e.RewardBudget, 0, maxTokens}); err != nil {
 		return err
@@ -119,13 +120,16 @@ func (c *Config) validateRollout() error {
 	}
 	trajs, ok := product(r.Tasks, r.Group, maxTrajectories)
 	if !ok {
-		return c.bad("rollout.group", "rollout.tasks %d × rollout.group %d trajectories per step: must be at most %d", r.Tasks, r.Group, maxTrajectories)
+		return c.bad("rollout.group", "rollout.tasks %d × rollout.group %d trajectories per step: must be at most %d",
+			r.Tasks, r.Group, maxTrajectories)
 	}
 	if _, ok := product(trajs, c.MaxLen(), maxTokensPerStep); !ok {
-		return c.bad("rollout.tasks", "%d trajectories per step × %d tokens each (rollout.max_len): must be at most %d tokens", trajs, c.MaxLen(), int64(maxTokensPerStep))
+		return c.bad("rollout.tasks", "%d trajectories per step × %d tokens each (rollout.max_len): must be at most %d tokens",
+			trajs, c.MaxLen(), int64(maxTokensPerStep))
 	}
 	if _, ok := product(r.Slots, c.MaxLen(), maxTokensPerStep); !ok { // the KV cache's rows
-		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens", r.Slots, c.MaxLen(), int64(maxTokensPerStep))
+		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens",
+			r.Slots, c.MaxLen(), int64(maxTokensPerStep))
 	}
 	if err := c.numbers(number{key: "rollout.temperature", v: r.Temperature, lo: 0, hi: 100},
 		number{key: "rollout.top_p", v: r.TopP, lo: 0, hi: 1, loOpen: true},
@@ -139,8 +143,10 @@ func (c *Config) validateRollout() error {
 	if cc.Type == CondenseTokenBudget && cc.MaxTokens <= 0 {
 		return c.bad("rollout.condenser.max_tokens", "%d: the token_budget condenser needs a budget > 0", cc.MaxTokens)
 	}
-	return c.sizes(size{"rollout.condenser.keep_last_n", cc.KeepLastN, 0, maxCount}, size{"rollout.condenser.max_tokens", cc.MaxTokens, 0, maxTokens},
-		size{"rollout.condenser.summary_every", cc.SummaryEvery, 0, maxCount}, size{"rollout.condenser.summary_tokens", cc.SummaryTokens, 0, maxTokens})
+	return c.sizes(size{"rollout.condenser.keep_last_n", cc.KeepLastN, 0, maxCount},
+		size{"rollout.condenser.max_tokens", cc.MaxTokens, 0, maxTokens},
+		size{"rollout.condenser.summary_every", cc.SummaryEvery, 0, maxCount},
+		size{"rollout.condenser.summary_tokens", cc.SummaryTokens, 0, maxTokens})
 }
 
 func (c *Config) validateLoop() error {
