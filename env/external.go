@@ -3,8 +3,42 @@ package env
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 )
+
+// MaxOutsideValue bounds the magnitude of a number that comes from outside the process (a
+// reward, a turn reward or a metric from a reward function or an environment server): far
+// beyond any reward scale, well within what group means, standard deviations, losses and the
+// report's charts compute without overflowing.
+const MaxOutsideValue = 1e6
+
+// CheckOutside is the one check on a number from outside: finite, of magnitude at most
+// MaxOutsideValue. what names the value in the error ("reward", "turn_rewards[2]").
+func CheckOutside(what string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > MaxOutsideValue {
+		return fmt.Errorf("%s %v: want a finite number of magnitude at most %g", what, v, MaxOutsideValue)
+	}
+	return nil
+}
+
+// checkScore applies CheckOutside to everything an external reward answered.
+func checkScore(v ExternalScore) error {
+	if err := CheckOutside("reward", v.Reward); err != nil {
+		return err
+	}
+	for i, r := range v.TurnRewards {
+		if err := CheckOutside(fmt.Sprintf("turn_rewards[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	for k, m := range v.Metrics {
+		if err := CheckOutside(fmt.Sprintf("metrics[%q]", k), m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // ExternalReward is a reward computed outside the process: a command or an HTTP endpoint that
 // reads the trajectory as a TrajectoryRecord (package env/extreward). Unlike a RewardFunc it can
@@ -57,6 +91,9 @@ func (r *Rubric) scoreExternal(ctx context.Context, t *Trajectory, s *Score) (su
 		v, err := f.Reward.Score(ctx, t)
 		if err != nil {
 			return 0, false, nil, fmt.Errorf("reward %s: %w", f.Name, err)
+		}
+		if err := checkScore(v); err != nil {
+			return 0, false, nil, fmt.Errorf("reward %s: task %s: %w", f.Name, t.Task.ID, err)
 		}
 		if v.TurnRewards != nil && len(v.TurnRewards) != len(t.Turns) {
 			return 0, false, nil, fmt.Errorf("reward %s: task %s: turn_rewards has %d values for %d turns",

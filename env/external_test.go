@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -186,6 +187,21 @@ func TestRubricExternal(t *testing.T) {
 	bad := ExternalFunc{Name: "judge", Reward: fixedReward{s: ExternalScore{TurnRewards: []float64{1}}}}
 	if _, err := base(bad).Score(traj); err == nil || err.Error() != "reward judge: task 7: turn_rewards has 1 values for 2 turns" {
 		t.Errorf("turn rewards: %v", err)
+	}
+	// What the function answers is checked where it enters: finite, of magnitude at most 1e6.
+	for _, c := range []struct {
+		s    ExternalScore
+		want string
+	}{
+		{ExternalScore{Reward: 1.7e308}, "reward judge: task 7: reward 1.7e+308: want a finite number of magnitude at most 1e+06"},
+		{ExternalScore{Reward: math.NaN()}, "reward judge: task 7: reward NaN: want a finite number of magnitude at most 1e+06"},
+		{ExternalScore{TurnRewards: []float64{0, math.Inf(-1)}}, "reward judge: task 7: turn_rewards[1] -Inf: want a finite number of magnitude at most 1e+06"},
+		{ExternalScore{Metrics: map[string]float64{"len": 1e300}}, `reward judge: task 7: metrics["len"] 1e+300: want a finite number of magnitude at most 1e+06`},
+	} {
+		bad := ExternalFunc{Name: "judge", Reward: fixedReward{s: c.s}}
+		if _, err := base(bad).Score(traj); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v\nwant %s", c.s, err, c.want)
+		}
 	}
 	if got := fmt.Sprint(base(judge).Names()); got != "[judge len one]" {
 		t.Errorf("names %s", got)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,74 @@ func TestToolLimitsDoNotWaitForStubbornTools(t *testing.T) {
 	}
 	if info.ToolTimeouts != 1 || info.ToolErrors != 1 {
 		t.Fatalf("%+v", info)
+	}
+}
+
+// tidy is a tool that, cancelled, takes a while to clean up (as the python sandbox removes its
+// run directory) before it returns.
+type tidy struct{ cleaned chan struct{} }
+
+func (tidy) Name() string                { return "tidy" }
+func (tidy) Description() string         { return "cleans up when cancelled" }
+func (tidy) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (t tidy) Call(ctx context.Context, _ json.RawMessage) (string, error) {
+	<-ctx.Done()
+	time.Sleep(100 * time.Millisecond)
+	close(t.cleaned)
+	return "", ctx.Err()
+}
+
+// A call cancelled (its time ran out, or the run was aborted) returns after the tool's own
+// clean-up, so a process that exits next leaves nothing behind; a tool that ignores its
+// context is still not waited for (above).
+func TestCancelledCallWaitsForCleanup(t *testing.T) {
+	for _, cancelRun := range []bool{false, true} {
+		tool := tidy{cleaned: make(chan struct{})}
+		ts, _ := NewToolset(tool)
+		ts.Limits.Time = 100 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		if cancelRun {
+			ts.Limits.Time = time.Minute
+			time.AfterFunc(50*time.Millisecond, cancel)
+		}
+		msgs, _, _ := ts.Run(ctx, 0, ParseToolCalls(`<tool_call>{"name": "tidy", "arguments": {}}</tool_call>`))
+		cancel()
+		select {
+		case <-tool.cleaned:
+		default:
+			t.Errorf("cancel run %v: the call returned (%q) before the tool cleaned up", cancelRun, msgs[0].Content)
+		}
+	}
+}
+
+// The python tool cancelled mid-run (the message's time ran out, or the run was aborted) has
+// removed its run directory (main.py, the root's mount point) when the call returns: a process
+// that exits next leaves nothing in TMPDIR.
+func TestPythonCancelledLeavesNoRunDirectory(t *testing.T) {
+	cfg := quickPython
+	cfg.TempDir = t.TempDir()
+	py, err := NewPythonTool(cfg)
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	ts, _ := NewToolset(py)
+	for _, abort := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ts.Limits.Time = 300 * time.Millisecond
+		if abort {
+			ts.Limits.Time = time.Minute
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+		msgs, _, _ := ts.Run(ctx, 0, ParseToolCalls(`<tool_call>{"name": "python", "arguments": {"code": "while True: pass"}}</tool_call>`))
+		cancel()
+		left, _ := os.ReadDir(cfg.TempDir)
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		if len(names) > 0 {
+			t.Errorf("abort %v: %q, and left behind in TMPDIR: %v", abort, msgs[0].Content, names)
+		}
 	}
 }
 

@@ -223,9 +223,20 @@ func (ts *Toolset) call(ctx context.Context, c ToolCall) (string, error) {
 	case r := <-done:
 		return r.out, r.err
 	case <-ctx.Done():
+		// A tool that honours ctx cleans up before it returns (the python sandbox kills its
+		// process and removes its run directory): give it that time, so that a run cancelled
+		// meanwhile exits after the cleanup, not before. One that ignores ctx is abandoned.
+		select {
+		case <-done:
+		case <-time.After(cancelGrace):
+		}
 		return "", ctx.Err()
 	}
 }
+
+// cancelGrace is how long a cancelled tool call may take to return before it is abandoned.
+const cancelGrace = 500 * time.Millisecond
+
 func (ts *Toolset) names() []string {
 	var n []string
 	for _, t := range ts.tools {

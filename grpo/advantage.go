@@ -82,14 +82,14 @@ func DefaultAdvConfig() AdvConfig {
 
 // Validate names the first bad field.
 func (c AdvConfig) Validate() error {
-	if err := checkEnum("AdvConfig.Estimator", c.Estimator, estimators); err != nil {
+	if err := checkKey("advantage.estimator", c.Estimator, estimators); err != nil {
 		return err
 	}
 	if !(c.Eps >= 0) || math.IsInf(c.Eps, 1) {
-		return fmt.Errorf("grpo: AdvConfig.Eps = %v, want a finite value ≥ 0", c.Eps)
+		return badKey("advantage.eps", "%v, want a finite value ≥ 0", c.Eps)
 	}
 	if math.IsNaN(c.TurnCoef) || math.IsInf(c.TurnCoef, 0) {
-		return fmt.Errorf("grpo: AdvConfig.TurnCoef = %v, want a finite value", c.TurnCoef)
+		return badKey("advantage.turn_coef", "%v, want a finite value", c.TurnCoef)
 	}
 	if c.Estimator == EstGAE {
 		return c.GAE.Validate()

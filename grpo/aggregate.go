@@ -77,14 +77,14 @@ func DefaultAggConfig() AggConfig { return AggConfig{Mode: AggTokenMean, Turns: 
 
 // Validate names the first bad field.
 func (c AggConfig) Validate() error {
-	if err := checkEnum("AggConfig.Mode", c.Mode, aggModes); err != nil {
+	if err := checkKey("loss.agg", c.Mode, aggModes); err != nil {
 		return err
 	}
-	if err := checkEnum("AggConfig.Turns", c.Turns, turnWeightings); err != nil {
+	if err := checkKey("loss.agg_turns", c.Turns, turnWeightings); err != nil {
 		return err
 	}
 	if c.Mode == AggSeqMeanTokenSumNorm && !(c.Norm > 0 && !math.IsInf(c.Norm, 1)) {
-		return fmt.Errorf("grpo: AggConfig.Norm = %v, want a finite value > 0 for %s", c.Norm, c.Mode)
+		return badKey("loss.agg_norm", "%v, want a finite value > 0 for %s", c.Norm, c.Mode)
 	}
 	return nil
 }

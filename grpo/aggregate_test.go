@@ -89,7 +89,7 @@ func TestWeightsEdgesAndErrors(t *testing.T) {
 	_, err = Weights(aggSamples, AggConfig{Mode: "token-sum", Turns: TurnsAsSequences})
 	expectErr(t, "unknown mode", err, `"token-sum"`, "token-mean")
 	_, err = Weights(aggSamples, AggConfig{Mode: AggSeqMeanTokenSumNorm, Turns: TurnsAsSequences})
-	expectErr(t, "norm constant", err, "AggConfig.Norm", "seq-mean-token-sum-norm")
+	expectErr(t, "norm constant", err, "loss.agg_norm", "seq-mean-token-sum-norm")
 	_, err = Weights(aggSamples, AggConfig{Mode: AggTokenMean, Turns: "episode"})
 	expectErr(t, "unknown turn weighting", err, `"episode"`)
 	_, err = Weights([]Sample{{-1, 0}}, DefaultAggConfig())

@@ -282,7 +282,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Optim.Schedule = "linear-ish" }, "linear-ish"},
 		{func(c *Config) { c.Advantage.Estimator = "ppo-ish" }, "ppo-ish"},
 		{func(c *Config) { c.Loss.Agg.Mode = "mean-ish" }, "mean-ish"},
-		{func(c *Config) { c.Loss.ClipLow = 2 }, "ClipLow"},
+		{func(c *Config) { c.Loss.ClipLow = 2 }, "loss.clip_low"},
 		{func(c *Config) { c.Optim.LR = math.NaN() }, "optim.lr"},
 		{func(c *Config) { c.Reward.KLCoef = -1 }, "reward.kl_coef"},
 		{func(c *Config) { c.DAPO.OverlongLen = 10000 }, "overlong"},

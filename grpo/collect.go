@@ -24,6 +24,7 @@ func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*ro
 	}
 	var kept []*rollout.Trajectory
 	groups, generated := 0, 0
+	failed, played, why := 0, 0, "" // failed episodes over the rounds, and the first's cause
 	for round := 0; round < rounds && groups < r.Tasks; round++ {
 		want := r.Tasks - groups
 		tasks, err := src.Next(want)
@@ -38,6 +39,13 @@ func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*ro
 			return nil, err
 		}
 		generated += len(tasks)
+		played += len(trajs)
+		if n, w := rollout.Failures(trajs); n > 0 {
+			failed += n
+			if why == "" {
+				why = w
+			}
+		}
 		zero := zeroVarianceGroups(trajs)
 		if round == 0 {
 			m["frac_reward_zero_std"] = float64(len(zero)) / float64(len(tasks))
@@ -54,6 +62,10 @@ func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*ro
 	}
 	m["dapo/gen_rounds"] = float64(generated) / float64(r.Tasks)
 	m["dapo/kept_groups"] = float64(groups)
+	if len(kept) == 0 && failed > 0 { // the failures, not the groups they left equal, are the news
+		return nil, fmt.Errorf("grpo: step %d: dynamic sampling found no group with differing rewards in %d rounds; %d of %d episodes failed: %s",
+			t.iter, rounds, failed, played, why)
+	}
 	if len(kept) == 0 {
 		return nil, fmt.Errorf("grpo: step %d: dynamic sampling found no group with differing rewards in %d rounds", t.iter, rounds)
 	}

@@ -147,48 +147,67 @@ func Defaults() Config {
 	}
 }
 
-// Validate names the first bad field.
+// Validate names the first bad setting by its key (a KeyError).
 func (c *Config) Validate() error {
 	r, u, o := c.Rollout, c.Update, c.Optim
 	switch {
 	case r.Tasks < 1:
-		return fmt.Errorf("rollout.tasks %d must be >= 1", r.Tasks)
+		return badKey("rollout.tasks", "%d, want >= 1", r.Tasks)
 	case r.Group < 1:
-		return fmt.Errorf("rollout.group %d must be >= 1", r.Group)
-	case r.MaxTurns < 0 || r.MaxContextTokens < 0 || r.MaxLen < 0 || r.Workers < 0 || r.MaxOpenEpisodes < 0:
-		return fmt.Errorf("rollout: max_turns %d, max_context_tokens %d, max_len %d, workers %d and max_open_episodes %d must be >= 0",
-			r.MaxTurns, r.MaxContextTokens, r.MaxLen, r.Workers, r.MaxOpenEpisodes)
+		return badKey("rollout.group", "%d, want >= 1", r.Group)
+	case r.MaxTurns < 0:
+		return badKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
+	case r.MaxContextTokens < 0:
+		return badKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
+	case r.MaxLen < 0:
+		return badKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
+	case r.Workers < 0:
+		return badKey("rollout.workers", "%d, want >= 0", r.Workers)
+	case r.MaxOpenEpisodes < 0:
+		return badKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
 	case u.Epochs < 1:
-		return fmt.Errorf("update.epochs %d must be >= 1", u.Epochs)
+		return badKey("update.epochs", "%d, want >= 1", u.Epochs)
 	case u.MiniBatches < 1:
-		return fmt.Errorf("update.mini_batches %d must be >= 1", u.MiniBatches)
+		return badKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
 	case u.MiniBatches > r.Tasks*r.Group:
-		return fmt.Errorf("update.mini_batches %d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
+		return badKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
 	case u.MicroTokens < 1:
-		return fmt.Errorf("update.micro_tokens %d must be >= 1", u.MicroTokens)
+		return badKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
 	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return fmt.Errorf("optim.lr %v must be a finite number >= 0", o.LR)
-	case !(o.Beta1 >= 0 && o.Beta1 < 1) || !(o.Beta2 >= 0 && o.Beta2 < 1):
-		return fmt.Errorf("optim.betas (%v, %v) must be in [0, 1)", o.Beta1, o.Beta2)
-	case !(o.Eps > 0):
-		return fmt.Errorf("optim.eps %v must be > 0", o.Eps)
-	case !(o.WeightDecay >= 0):
-		return fmt.Errorf("optim.weight_decay %v must be >= 0", o.WeightDecay)
-	case o.Warmup < 0 || o.TotalSteps < 0:
-		return fmt.Errorf("optim: warmup %d and total_steps %d must be >= 0", o.Warmup, o.TotalSteps)
+		return badKey("optim.lr", "%v, want a finite number >= 0", o.LR)
+	case !(o.Beta1 >= 0 && o.Beta1 < 1):
+		return badKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
+	case !(o.Beta2 >= 0 && o.Beta2 < 1):
+		return badKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
+	case !(o.Eps > 0) || math.IsInf(o.Eps, 1):
+		return badKey("optim.eps", "%v, want a finite number > 0", o.Eps)
+	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 1):
+		return badKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
+	case o.Warmup < 0:
+		return badKey("optim.warmup", "%d, want >= 0", o.Warmup)
+	case o.TotalSteps < 0:
+		return badKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
 	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1):
-		return fmt.Errorf("optim.min_lr_ratio %v must be in [0, 1]", o.MinLRRatio)
-	case !(o.MaxGradNorm >= 0):
-		return fmt.Errorf("optim.max_grad_norm %v must be >= 0", o.MaxGradNorm)
-	case c.DAPO.MaxGenBatches < 0 || c.DAPO.OverlongLen < 0 || !(c.DAPO.OverlongFactor >= 0):
-		return fmt.Errorf("dapo: max_gen_batches %d, overlong_len %d, overlong_factor %v must be >= 0",
-			c.DAPO.MaxGenBatches, c.DAPO.OverlongLen, c.DAPO.OverlongFactor)
-	case !(c.Critic.LR >= 0) || !(c.Critic.ValueClip >= 0) || c.Critic.Warmup < 0 || !(c.Critic.MaxGradNorm >= 0):
-		return fmt.Errorf("critic: lr %v, value_clip %v, warmup %d, max_grad_norm %v must be >= 0",
-			c.Critic.LR, c.Critic.ValueClip, c.Critic.Warmup, c.Critic.MaxGradNorm)
+		return badKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
+	case !(o.MaxGradNorm >= 0) || math.IsInf(o.MaxGradNorm, 1):
+		return badKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
+	case c.DAPO.MaxGenBatches < 0:
+		return badKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
+	case c.DAPO.OverlongLen < 0:
+		return badKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
+	case !(c.DAPO.OverlongFactor >= 0) || math.IsInf(c.DAPO.OverlongFactor, 1):
+		return badKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
+	case !(c.Critic.LR >= 0) || math.IsInf(c.Critic.LR, 1):
+		return badKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
+	case !(c.Critic.ValueClip >= 0) || math.IsInf(c.Critic.ValueClip, 1):
+		return badKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
+	case c.Critic.Warmup < 0:
+		return badKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
+	case !(c.Critic.MaxGradNorm >= 0) || math.IsInf(c.Critic.MaxGradNorm, 1):
+		return badKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
 	}
 	if _, err := ParseSchedule(string(o.Schedule)); err != nil {
-		return fmt.Errorf("optim.schedule: %w", err)
+		return &KeyError{Key: "optim.schedule", Err: err}
 	}
 	if err := r.Sampling.Validate(); err != nil {
 		return fmt.Errorf("rollout.%w", err)
@@ -197,17 +216,17 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if !(c.Reward.KLCoef >= 0) || math.IsInf(c.Reward.KLCoef, 0) {
-		return fmt.Errorf("reward.kl_coef %v must be a finite number >= 0", c.Reward.KLCoef)
+		return badKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
 	}
 	if c.Reward.KLCoef > 0 {
 		if _, err := ParseKLKind(string(c.Reward.KLKind)); err != nil {
-			return fmt.Errorf("reward.kl_kind: %w", err)
+			return &KeyError{Key: "reward.kl_kind", Err: err}
 		}
 	}
 	if c.DAPO.OverlongLen > 0 {
 		o := Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
 		if err := o.Validate(c.Rollout.Sampling.MaxNewTokens); err != nil {
-			return fmt.Errorf("dapo.overlong: %w", err)
+			return err
 		}
 	}
 	return c.Loss.Validate()

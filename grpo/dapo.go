@@ -7,7 +7,6 @@ package grpo
 // (overlong buffer), verl recipe/dapo dapo_ray_trainer.py (filter_groups).
 
 import (
-	"fmt"
 	"math"
 )
 
@@ -45,10 +44,10 @@ type Overlong struct {
 // Validate names the first bad field against the maximum output length.
 func (o Overlong) Validate(maxLen int) error {
 	if o.Buffer <= 0 || o.Buffer > maxLen {
-		return fmt.Errorf("grpo: Overlong.Buffer = %d, want 1..%d (the maximum length)", o.Buffer, maxLen)
+		return badKey("dapo.overlong_len", "%d, want 1..%d (the maximum length)", o.Buffer, maxLen)
 	}
 	if !(o.Factor >= 0) || math.IsInf(o.Factor, 1) {
-		return fmt.Errorf("grpo: Overlong.Factor = %v, want a finite value ≥ 0", o.Factor)
+		return badKey("dapo.overlong_factor", "%v, want a finite value ≥ 0", o.Factor)
 	}
 	return nil
 }

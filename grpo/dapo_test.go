@@ -36,8 +36,8 @@ func TestOverlongPenalty(t *testing.T) {
 	if got := (Overlong{Buffer: 20, Factor: 0.5}).Penalty(90, 100); !near(got, -0.25, 1e-15) {
 		t.Errorf("factor 0.5: %v, want -0.25", got)
 	}
-	expectErr(t, "buffer too long", Overlong{Buffer: 200, Factor: 1}.Validate(100), "Overlong.Buffer", "200")
-	expectErr(t, "negative factor", Overlong{Buffer: 20, Factor: -1}.Validate(100), "Overlong.Factor")
+	expectErr(t, "buffer too long", Overlong{Buffer: 200, Factor: 1}.Validate(100), "dapo.overlong_len", "200")
+	expectErr(t, "negative factor", Overlong{Buffer: 20, Factor: -1}.Validate(100), "dapo.overlong_factor")
 }
 
 func TestTrainedTurns(t *testing.T) {

@@ -36,11 +36,11 @@ func DefaultGAEConfig() GAEConfig { return GAEConfig{Gamma: 1, Lambda: 1, TurnGa
 // Validate names the first bad field.
 func (c GAEConfig) Validate() error {
 	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"Gamma", c.Gamma}, {"Lambda", c.Lambda}, {"TurnGamma", c.TurnGamma}} {
+		key string
+		v   float64
+	}{{"advantage.gamma", c.Gamma}, {"advantage.lambda", c.Lambda}, {"advantage.turn_gamma", c.TurnGamma}} {
 		if !(f.v >= 0 && f.v <= 1) {
-			return fmt.Errorf("grpo: GAEConfig.%s = %v, want a value in [0, 1]", f.name, f.v)
+			return badKey(f.key, "%v, want a value in [0, 1]", f.v)
 		}
 	}
 	return nil

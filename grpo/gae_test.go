@@ -124,5 +124,5 @@ func TestGAEErrors(t *testing.T) {
 	_, _, err = GAE([][]GAETurn{{}, {{Values: []float64{math.NaN()}}}}, DefaultGAEConfig())
 	expectErr(t, "NaN value", err, "trajectory 1", "token 0", "NaN")
 	_, _, err = GAE(nil, GAEConfig{Gamma: 1.5, Lambda: 1, TurnGamma: 1})
-	expectErr(t, "gamma", err, "GAEConfig.Gamma", "1.5")
+	expectErr(t, "gamma", err, "advantage.gamma", "1.5")
 }

@@ -122,44 +122,44 @@ func DefaultLossConfig() LossConfig {
 
 // Validate names the first bad field.
 func (c LossConfig) Validate() error {
-	if err := checkEnum("LossConfig.Policy", c.Policy, policyLosses); err != nil {
+	if err := checkKey("loss.policy", c.Policy, policyLosses); err != nil {
 		return err
 	}
-	bad := func(field string, v float64, want string) error {
-		return fmt.Errorf("grpo: LossConfig.%s = %v, want %s", field, v, want)
+	bad := func(key string, v float64, want string) error {
+		return badKey(key, "%v, want %s", v, want)
 	}
 	switch {
 	case !(c.ClipLow >= 0 && c.ClipLow <= 1):
-		return bad("ClipLow", c.ClipLow, "a value in [0, 1]")
+		return bad("loss.clip_low", c.ClipLow, "a value in [0, 1]")
 	case !(c.ClipHigh >= 0) || math.IsInf(c.ClipHigh, 1):
-		return bad("ClipHigh", c.ClipHigh, "a finite value ≥ 0")
+		return bad("loss.clip_high", c.ClipHigh, "a finite value ≥ 0")
 	case !(c.DualClip == 0 || c.DualClip > 1) || math.IsInf(c.DualClip, 1):
-		return bad("DualClip", c.DualClip, "0 (off) or a finite value > 1")
+		return bad("loss.dual_clip", c.DualClip, "0 (off) or a finite value > 1")
 	case !(c.GSPOClipLow >= 0 && c.GSPOClipLow <= 1):
-		return bad("GSPOClipLow", c.GSPOClipLow, "a value in [0, 1]")
+		return bad("loss.gspo_clip_low", c.GSPOClipLow, "a value in [0, 1]")
 	case !(c.GSPOClipHigh >= 0) || math.IsInf(c.GSPOClipHigh, 1):
-		return bad("GSPOClipHigh", c.GSPOClipHigh, "a finite value ≥ 0")
+		return bad("loss.gspo_clip_high", c.GSPOClipHigh, "a finite value ≥ 0")
 	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 1):
-		return bad("KLCoef", c.KLCoef, "a finite value ≥ 0")
+		return bad("loss.kl_coef", c.KLCoef, "a finite value ≥ 0")
 	case !finite(c.EntropyCoef):
-		return bad("EntropyCoef", c.EntropyCoef, "a finite value")
+		return bad("loss.entropy_coef", c.EntropyCoef, "a finite value")
 	}
 	if c.KLCoef > 0 {
-		if err := checkEnum("LossConfig.KLKind", c.KLKind, klKinds); err != nil {
+		if err := checkKey("loss.kl_kind", c.KLKind, klKinds); err != nil {
 			return err
 		}
 	}
 	if c.IS != "" {
-		if err := checkEnum("LossConfig.IS", c.IS, isModes); err != nil {
+		if err := checkKey("loss.is", c.IS, isModes); err != nil {
 			return err
 		}
 	}
 	if c.IS.on() {
 		if !(c.ISMax > 0) || math.IsInf(c.ISMax, 1) {
-			return bad("ISMax", c.ISMax, "a finite value > 0")
+			return bad("loss.is_max", c.ISMax, "a finite value > 0")
 		}
 		if !(c.ISMin >= 0 && c.ISMin < c.ISMax) {
-			return bad("ISMin", c.ISMin, fmt.Sprintf("a value in [0, ISMax = %v)", c.ISMax))
+			return bad("loss.is_min", c.ISMin, fmt.Sprintf("a value in [0, loss.is_max = %v)", c.ISMax))
 		}
 	}
 	return c.Agg.Validate()

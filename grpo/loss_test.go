@@ -382,17 +382,17 @@ func TestLossConfigValidate(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	for field, mutate := range map[string]func(*LossConfig){
-		"ClipLow":        func(c *LossConfig) { c.ClipLow = -0.1 },
-		"ClipHigh":       func(c *LossConfig) { c.ClipHigh = math.NaN() },
-		"DualClip":       func(c *LossConfig) { c.DualClip = 0.5 },
-		"GSPOClipHigh":   func(c *LossConfig) { c.GSPOClipHigh = -1 },
-		"KLCoef":         func(c *LossConfig) { c.KLCoef = -1 },
-		"KLKind":         func(c *LossConfig) { c.KLCoef, c.KLKind = 0.1, "k4" },
-		"EntropyCoef":    func(c *LossConfig) { c.EntropyCoef = math.Inf(1) },
-		"IS":             func(c *LossConfig) { c.IS = "token" },
-		"ISMax":          func(c *LossConfig) { c.IS, c.ISMax = ISSeqMask, 0 },
-		"ISMin":          func(c *LossConfig) { c.IS, c.ISMin = ISSeqMask, 3 },
-		"AggConfig.Mode": func(c *LossConfig) { c.Agg.Mode = "sum" },
+		"loss.clip_low":       func(c *LossConfig) { c.ClipLow = -0.1 },
+		"loss.clip_high":      func(c *LossConfig) { c.ClipHigh = math.NaN() },
+		"loss.dual_clip":      func(c *LossConfig) { c.DualClip = 0.5 },
+		"loss.gspo_clip_high": func(c *LossConfig) { c.GSPOClipHigh = -1 },
+		"loss.kl_coef":        func(c *LossConfig) { c.KLCoef = -1 },
+		"loss.kl_kind":        func(c *LossConfig) { c.KLCoef, c.KLKind = 0.1, "k4" },
+		"loss.entropy_coef":   func(c *LossConfig) { c.EntropyCoef = math.Inf(1) },
+		"loss.is":             func(c *LossConfig) { c.IS = "token" },
+		"loss.is_max":         func(c *LossConfig) { c.IS, c.ISMax = ISSeqMask, 0 },
+		"loss.is_min":         func(c *LossConfig) { c.IS, c.ISMin = ISSeqMask, 3 },
+		"loss.agg":            func(c *LossConfig) { c.Agg.Mode = "sum" },
 	} {
 		c := DefaultLossConfig()
 		mutate(&c)

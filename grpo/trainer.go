@@ -136,6 +136,14 @@ func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout
 func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time) (Metrics, []*rollout.Trajectory, error) {
 	samples := samplesOf(trajs)
 	if len(samples) == 0 {
+		// Keep the cause: a reward server or environment that failed every episode is what the
+		// user has to fix, not the empty batch it left.
+		switch n, why := rollout.Failures(trajs); {
+		case n == len(trajs):
+			return nil, trajs, fmt.Errorf("grpo: step %d: all %d episodes failed: %s", t.iter, n, why)
+		case n > 0:
+			return nil, trajs, fmt.Errorf("grpo: step %d: no trainable turn in %d trajectories; %d failed: %s", t.iter, len(trajs), n, why)
+		}
 		return nil, trajs, fmt.Errorf("grpo: step %d: no trainable turn in %d trajectories", t.iter, len(trajs))
 	}
 	if err := t.score(samples, m); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Config mirrors a Hugging Face config.json for the Llama, Qwen2 and Qwen3 families. Field names are
@@ -115,7 +117,7 @@ const defaultRopeTheta = 10000.0
 // LoadConfig reads dir/config.json and validates it (see ParseConfig).
 func LoadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

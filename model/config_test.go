@@ -2,6 +2,8 @@ package model
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -281,5 +283,23 @@ func TestPresetConfigKeys(t *testing.T) {
 		if arch == "llama" && !strings.Contains(string(b), `"factor":32.0`) {
 			t.Errorf("llama3 factor not written as a float: %s", b)
 		}
+	}
+}
+
+// A config.json or generation_config.json that is a stream without end (a link to /dev/zero) is
+// an error naming it, read no further than its cap.
+func TestConfigFilesStopAtTheirCap(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink("/dev/zero", filepath.Join(dir, "config.json"))
+	if _, err := LoadConfig(dir); err == nil || !strings.Contains(err.Error(), "config.json: too large: over 16777216 bytes") {
+		t.Errorf("config.json -> /dev/zero: %v", err)
+	}
+	c, err := ParseConfig([]byte(qwen25Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("/dev/zero", filepath.Join(dir, "generation_config.json"))
+	if _, err := LoadGenerationConfig(dir, c); err == nil || !strings.Contains(err.Error(), "generation_config.json: too large") {
+		t.Errorf("generation_config.json -> /dev/zero: %v", err)
 	}
 }

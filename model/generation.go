@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // GenerationConfig mirrors generation_config.json (HF names). Pointer fields are absent when nil.
@@ -33,7 +34,7 @@ var knownGenerationKeys = map[string]bool{"bos_token_id": true, "eos_token_id": 
 // derived from the model config (bos/eos/pad ids), as transformers does.
 func LoadGenerationConfig(dir string, c *Config) (*GenerationConfig, error) {
 	path := filepath.Join(dir, "generation_config.json")
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Small)
 	if errors.Is(err, fs.ErrNotExist) {
 		return generationFromConfig(c), nil
 	}

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -169,4 +170,26 @@ func (t *Turn) Sample() Sample {
 	lp := make([]float32, len(ids))
 	copy(lp[len(t.Context):], t.TemperedLogProbs)
 	return Sample{IDs: ids, ScoreFrom: len(t.Context), Mask: t.Mask(), LogProbs: lp}
+}
+
+// Failures counts the failed episodes of trajs (Err set) and says why: the first failure's error,
+// and how many others there were. It is "" when none failed.
+func Failures(trajs []*Trajectory) (int, string) {
+	n := 0
+	var first error
+	for _, tr := range trajs {
+		if tr.Err != nil {
+			if n == 0 {
+				first = tr.Err
+			}
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return 0, ""
+	case 1:
+		return 1, first.Error()
+	}
+	return n, fmt.Sprintf("%v (and %d more)", first, n-1)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Config is what mtgrpo reads from tokenizer_config.json.
@@ -124,7 +126,7 @@ func (t *Tokenizer) setConfig(data []byte, path string) error {
 
 func (t *Tokenizer) loadTemplateFile(dir string) error {
 	path := filepath.Join(dir, "chat_template.jinja")
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Small)
 	if os.IsNotExist(err) {
 		return nil
 	}

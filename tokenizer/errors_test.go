@@ -187,3 +187,20 @@ func TestChatTemplatePanicIsError(t *testing.T) {
 		}
 	}
 }
+
+// A model directory whose tokenizer files are streams without end (links to /dev/zero) is an
+// error naming the file, read no further than its cap.
+func TestLoadStopsAtEndlessFiles(t *testing.T) {
+	for _, name := range []string{"tokenizer_config.json", "chat_template.jinja"} {
+		dir := t.TempDir()
+		if err := WriteTiny(dir); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, name))
+		os.Symlink("/dev/zero", filepath.Join(dir, name))
+		_, err := Load(dir)
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, name)) || !strings.Contains(err.Error(), "too large: over 16777216 bytes") {
+			t.Errorf("%s -> /dev/zero: %v", name, err)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // MaxTokenID bounds the ids of a tokenizer.json (vocabulary and added tokens). Ids index dense
@@ -49,7 +51,7 @@ func Load(dir string) (*Tokenizer, error) {
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	data, err := os.ReadFile(cfgPath)
+	data, err := bounded.ReadFile(cfgPath, bounded.Small)
 	if err == nil {
 		err = t.setConfig(data, cfgPath)
 	} else if os.IsNotExist(err) {
@@ -66,7 +68,7 @@ func Load(dir string) (*Tokenizer, error) {
 
 // LoadFile reads a tokenizer.json file.
 func LoadFile(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Tokenizer)
 	if err != nil {
 		return nil, err
 	}

@@ -171,6 +171,7 @@ func TestReportAndPlot(t *testing.T) {
 	for s := 1; s <= 3; s++ {
 		r.Step(s, rundir.Metrics{"critic/score/mean": float64(s) / 4, "timing_s/gen": 1, "timing_s/update_actor": 2})
 	}
+	r.Step(4, rundir.Metrics{"critic/score/mean": 1.7e308, "timing_s/gen": 1.7e308}) // drawn at the charts' limit
 	r.Close()
 	if err := run([]string{"report", dir}); err != nil {
 		t.Fatal(err)

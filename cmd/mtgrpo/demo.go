@@ -85,6 +85,9 @@ func demoDocs(short bool) ([]config.Doc, error) {
 // claimDemoDir clears a run directory left by an earlier demo and marks it as the demo's. A
 // directory holding anything else is refused: the demo deletes only what it wrote.
 func claimDemoDir(dir string) error {
+	if err := outsideCheckpoints(dir); err != nil {
+		return err
+	}
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

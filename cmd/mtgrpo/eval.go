@@ -13,6 +13,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -92,6 +93,11 @@ func evalCmd(args []string) error {
 	if err := requireDir("eval", "model", modelDir); err != nil {
 		return err
 	}
+	if *out != "" {
+		if err := outsideCheckpoints(*out); err != nil {
+			return usagef("eval: --out %v", err)
+		}
+	}
 	return runEval(cfg, modelDir, *threadSpec, *out, max(step, 0))
 }
 
@@ -110,6 +116,9 @@ func runEval(cfg *config.Config, modelDir, threadSpec, out string, step int) err
 		return fmt.Errorf("eval: %w", err)
 	}
 	printMetrics(m)
+	if n, why := rollout.Failures(trajs); n > 0 {
+		fmt.Fprintf(os.Stderr, "mtgrpo eval: %d of %d episodes failed (scored 0): %s\n", n, len(trajs), why)
+	}
 	if out != "" {
 		if err := writeEval(out, m, trajs, step); err != nil {
 			return fmt.Errorf("eval: %w", err)
@@ -150,7 +159,7 @@ func evalCheckpoint(path string) (evalTarget, error) {
 
 // readStep reads a checkpoint's step from its manifest.
 func readStep(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, rundir.ManifestName))
+	b, err := bounded.ReadFile(filepath.Join(dir, rundir.ManifestName), bounded.Small)
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/env/envtest"
@@ -121,6 +122,86 @@ func TestTrainExternalPartUnreachable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An outside part that fails every episode of a step stops the run with its own error, not with
+// the empty batch it left: on the console (the returned error) and in train.log, and the step's
+// samples are written with each episode's error. When only some episodes fail, the step trains on
+// the others and the log says how many failed and why.
+func TestTrainExternalPartFails(t *testing.T) {
+	model := tinyModel(t)
+	root := filepath.Join("..", "..")
+	failing, _ := envtest.StartURL(t, "python3", filepath.Join(root, "env", "openenv", "testdata", "server.py"), "--fail-steps")
+	huge, _ := envtest.StartURL(t, "python3", filepath.Join(root, "env", "openenv", "testdata", "server.py"), "--step-reward=1.7e308")
+	openenv := func(url string) string {
+		return "env: openenv\nopenenv:\n  urls: [" + url + "]\n  action_field: message\n  observation_field: prompt\n  max_turns: 2\n"
+	}
+	reward := func(script string) string {
+		return "env: gsm8k\nreward_computation:\n  type: command\n  name: judge\n  command: [python3, -c, \"" + script + "\"]\n  timeout: 30s\n"
+	}
+	for _, c := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"openenv-500", openenv(failing), []string{"step 1: grpo: step 0: all 4 episodes failed: episode 0: env step: openenv: task ", "(and 3 more)",
+			": step 1 at " + failing + ": step failed (code EXECUTION_ERROR)"}},
+		{"openenv-huge-reward", openenv(huge), []string{"all 4 episodes failed: episode 0: env step: openenv: task ", "reward 1.7e+308: want a finite number of magnitude at most 1e+06"}},
+		{"reward-exit-3", reward("import sys; sys.exit(3)"), []string{"all 4 episodes failed: ", `command reward "python3 -c`, "exit status 3"}},
+		{"reward-text", reward("print('great answer')"), []string{"all 4 episodes failed: ", `the answer is not a number or a JSON object: "great answer"`}},
+		{"reward-huge", reward("print(1.7e308)"), []string{"all 4 episodes failed: ", "reward judge: task ", "reward 1.7e+308: want a finite number"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runDir, args := trainWithYAML(t, model, c.yaml)
+			err := run(append(args, "--steps", "1", "--set", "eval.before=false"))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			log, _ := os.ReadFile(filepath.Join(runDir, rundir.LogFile))
+			samples, _ := os.ReadFile(filepath.Join(runDir, rundir.SamplesDir, "step-00000001.txt"))
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+				if !strings.Contains(string(log), w) {
+					t.Errorf("train.log lacks %q:\n%s", w, log)
+				}
+			}
+			if !strings.Contains(string(samples), c.want[len(c.want)-1]) {
+				t.Errorf("the step's samples lack the error %q:\n%.2000s", c.want[len(c.want)-1], samples)
+			}
+		})
+	}
+	t.Run("dynamic-sampling", func(t *testing.T) { // every round fails: the failures are the news
+		_, args := trainWithYAML(t, model, reward("import sys; sys.exit(3)")+"dapo:\n  dynamic_sampling: true\n")
+		err := run(append(args, "--steps", "1", "--set", "eval.before=false"))
+		for _, w := range []string{"dynamic sampling found no group with differing rewards in 4 rounds; 16 of 16 episodes failed: ", "exit status 3"} {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v lacks %q", err, w)
+			}
+		}
+	})
+	t.Run("eval", func(t *testing.T) { // eval scores failed episodes 0 and says so
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "config.yaml")
+		os.WriteFile(cfg, []byte(openenv(failing)), 0o644)
+		code, stderr := runChild(t, time.Minute, "eval", "--model", model, "--config", cfg, "--threads", "1",
+			"--set", "data.val_size=2", "--set", "rollout.max_new_tokens=12", "--set", "rollout.max_context_tokens=1024")
+		if want := "mtgrpo eval: 2 of 2 episodes failed (scored 0): episode 0: env step: openenv: task "; code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("eval: exit %d, stderr %s\nwant 0 and %q", code, stderr, want)
+		}
+	})
+	t.Run("some-fail", func(t *testing.T) {
+		runDir, args := trainWithYAML(t, model, reward("import json, sys; r = json.load(sys.stdin); sys.exit(3) if r['episode'] < 2 else print(1)"))
+		if err := run(append(args, "--steps", "1", "--set", "eval.before=false", "--set", "train.export=false", "--set", "train.report=false")); err != nil {
+			t.Fatal(err)
+		}
+		log, _ := os.ReadFile(filepath.Join(runDir, rundir.LogFile))
+		for _, w := range []string{"step 1: 2 of 4 episodes failed (not trained)", "exit status 3", "(and 1 more)"} {
+			if !strings.Contains(string(log), w) {
+				t.Errorf("train.log lacks %q:\n%s", w, log)
+			}
+		}
+	})
 }
 
 // trainWithYAML writes yaml as a configuration file and returns a run directory and the

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
 // staging is a directory a command fills beside its destination and moves into place when
@@ -32,6 +34,9 @@ func stagingPrefix(dst string) string {
 // directories of dst and makes a fresh one.
 func newStaging(dst string, force bool) (*staging, error) {
 	dst = filepath.Clean(dst)
+	if err := outsideCheckpoints(dst); err != nil {
+		return nil, usagef("%v", err)
+	}
 	names, err := entries(dst)
 	if err != nil {
 		return nil, err
@@ -67,6 +72,58 @@ func entries(dir string) ([]string, error) {
 		names[i] = e.Name()
 	}
 	return names, nil
+}
+
+// outsideCheckpoints refuses a destination that is or lies in a checkpoint: every command that
+// writes a directory checks its destination with it.
+func outsideCheckpoints(dst string) error {
+	if ck, ok := checkpointAround(dst); ok {
+		return fmt.Errorf("%s is inside the checkpoint %s: writing there would break the checkpoint's manifest; "+
+			"choose a directory outside it", dst, ck)
+	}
+	return nil
+}
+
+// checkpointAround finds a checkpoint (a directory holding a checkpoint's manifest) that dst is or
+// lies in, following symlinks: a destination reached through a link to a checkpoint is that
+// checkpoint.
+func checkpointAround(dst string) (string, bool) {
+	p, err := resolve(dst)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if rundir.IsCheckpoint(p) {
+			return p, true
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return "", false
+		}
+		p = up
+	}
+}
+
+// resolve is p made absolute with the symlinks of its longest existing prefix resolved (the rest
+// does not exist yet, so it holds no links).
+func resolve(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return "", err
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = up
+	}
 }
 
 // removeStale deletes staging directories of dst whose process no longer runs.

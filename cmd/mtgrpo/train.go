@@ -66,6 +66,9 @@ func train(args []string) error {
 	if *printOnly {
 		return printConfig(cfg)
 	}
+	if err := outsideCheckpoints(cfg.RunDir); err != nil {
+		return usagef("train: run_dir %v", err)
+	}
 	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // LineReader reads newline-separated lines under two bounds: the length of one line and the
@@ -18,13 +20,14 @@ type LineReader struct {
 	maxTotal, total int64
 	line            int
 	buf             []byte
+	partial         bool // the last line returned had no newline
 }
 
 // ErrLineTooLong and ErrTooLarge are wrapped by the errors of lines and streams past their
 // bounds.
 var (
 	ErrLineTooLong = errors.New("line too long")
-	ErrTooLarge    = errors.New("too large")
+	ErrTooLarge    = bounded.ErrTooLarge
 )
 
 // NewLineReader reads r with lines of at most maxLine bytes (newline excluded) and at most
@@ -33,12 +36,17 @@ func NewLineReader(r io.Reader, maxLine int, maxTotal int64) *LineReader {
 	return &LineReader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, maxTotal: maxTotal}
 }
 
+// Partial reports whether the last line Next returned ended the stream without a newline (a
+// line cut short by a crash mid-write, in a file that is appended to).
+func (l *LineReader) Partial() bool { return l.partial }
+
 // Next returns the next line without its "\n" (a final line without one included) and its
 // 1-based number; io.EOF after the last. The slice is valid until the next call. Errors do not
 // name the line: the caller does, with the number returned beside them.
 func (l *LineReader) Next() ([]byte, int, error) {
 	l.line++
 	l.buf = l.buf[:0]
+	l.partial = false
 	for {
 		chunk, err := l.br.ReadSlice('\n')
 		l.total += int64(len(chunk))
@@ -63,6 +71,7 @@ func (l *LineReader) Next() ([]byte, int, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err == io.EOF && len(l.buf) > 0:
+			l.partial = true
 			return l.buf, l.line, nil
 		case err == io.EOF:
 			return nil, l.line, io.EOF

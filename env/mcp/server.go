@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // server is one configured MCP server and its live session. A session that died (the process
@@ -28,6 +33,8 @@ type server struct {
 	dead     bool // the current session is known dead
 	restarts int
 	closed   bool
+
+	oversize atomic.Bool // an HTTP answer passed the frame limit (cappedTransport)
 }
 
 func newServer(cfg ServerConfig, limits Config) *server {
@@ -38,7 +45,7 @@ func newServer(cfg ServerConfig, limits Config) *server {
 // transport makes a fresh transport: a new process for a command, a new session for a URL.
 func (s *server) transport() sdk.Transport {
 	if s.cfg.URL != "" {
-		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: &http.Client{},
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: &http.Client{Transport: cappedTransport{hit: &s.oversize}},
 			DisableStandaloneSSE: true, MaxRetries: -1}
 	}
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
@@ -149,9 +156,51 @@ func (s *server) call(ctx context.Context, name string, args any) (*sdk.CallTool
 			return res, err
 		}
 		s.markDead(gen)
+		if frameTooLarge(err) || s.oversize.Swap(false) { // alive; the same call would answer the same
+			return nil, fmt.Errorf("server %s answered more than the %d MiB one message may hold (the next call starts a new session): %w",
+				s.cfg.name(), sdk.DefaultMaxLineLength>>20, err)
+		}
 		last = err
 	}
 	return nil, fmt.Errorf("server %s died during the call twice: %w", s.cfg.name(), last)
+}
+
+// frameTooLarge is an answer past the stdio transport's frame limit: the stream cannot be read
+// on past it, so the session is done, but the server did not crash. (The SDK's error is not
+// exported: it is known by its words.)
+func frameTooLarge(err error) bool {
+	return strings.Contains(err.Error(), "exceeded the configured maximum line length")
+}
+
+// cappedTransport bounds the body of each answer of an HTTP server to the stdio transport's frame
+// limit (the SDK reads a JSON answer whole), so one message may hold the same over either; hit
+// records that an answer was cut, which the SDK's error does not say.
+type cappedTransport struct{ hit *atomic.Bool }
+
+func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: sdk.DefaultMaxLineLength, hit: t.hit}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	hit  *atomic.Bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.hit.Store(true)
+		return 0, fmt.Errorf("%w: an answer over %d bytes", bounded.ErrTooLarge, sdk.DefaultMaxLineLength)
+	}
+	return n, err
 }
 
 // brokenSession tells a dead connection from an error the server answered with (a JSON-RPC

@@ -231,6 +231,9 @@ func (e *Env) Step(ctx context.Context, text string) (env.StepResult, error) {
 	}
 	res := env.StepResult{Assistant: env.Text(env.RoleAssistant, msg), Done: r.Done}
 	if r.Reward != nil {
+		if err := env.CheckOutside("reward", *r.Reward); err != nil {
+			return fail(err)
+		}
 		res.Info.Reward = *r.Reward
 	}
 	obs, err := observationText(r.Observation, e.cfg.ObservationField)

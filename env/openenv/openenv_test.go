@@ -221,6 +221,8 @@ func TestMisbehavingServers(t *testing.T) {
 			{"--fail-steps", "step failed", 0},
 			{"--malformed-step", "malformed", 0},
 			{"--drop-step", "", 0},
+			{"--step-reward=1.7e308", "reward 1.7e+308: want a finite number of magnitude at most 1e+06", 0},
+			{"--step-reward=-2e6", "reward -2e+06: want a finite number of magnitude at most 1e+06", 0},
 		} {
 			url := startServer(t, c.flag)
 			e := open(t, Config{URLs: []string{url}, Transport: tr, RequestTimeout: c.timeout})

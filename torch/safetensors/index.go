@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // IndexName is the index file of a sharded checkpoint, as transformers names it.
@@ -44,7 +45,7 @@ func (ix *Index) Shards() []string {
 // ReadIndex reads and checks an index file: weight_map must be a string→string object without
 // duplicate names, and shard names must be plain file names in the same directory.
 func ReadIndex(path string) (*Index, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Sources are the layers of one resolution. The order is: defaults, the preset, the YAML files
@@ -118,7 +120,7 @@ func presetOf(s Sources, files []string) (name, where string, err error) {
 	}
 	docs := s.Docs
 	for _, f := range files {
-		b, err := os.ReadFile(strings.TrimSpace(f))
+		b, err := bounded.ReadFile(strings.TrimSpace(f), bounded.Small)
 		if err != nil {
 			return "", "", &Error{Where: f, Err: errors.Unwrap(err)}
 		}
@@ -185,7 +187,7 @@ func isSeedSection(key string, n *yaml.Node) bool {
 // ReadSaved reads a configuration saved in a run directory or checkpoint (config.yaml): every key
 // is checked as in any file, and its preset is kept as recorded.
 func ReadSaved(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

@@ -1,9 +1,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Error is a bad key or value, naming where it was given: "configs/x.yaml:12", "$LR",
@@ -52,7 +54,7 @@ func (d *decoder) fail(n *yaml.Node, key string, format string, a ...any) error 
 
 // LoadFile applies a YAML file to c.
 func (c *Config) LoadFile(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil {
 		return &Error{Where: path, Err: errors.Unwrap(err)}
 	}
@@ -62,8 +64,23 @@ func (c *Config) LoadFile(path string) error {
 // loadYAML applies one YAML document (named name in errors) to c.
 func (c *Config) loadYAML(name string, b []byte) error {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
+	}
+	// A configuration is one document: a second one after "---" would be ignored by a reader that
+	// takes the first (PyYAML's safe_load refuses it too).
+	var next yaml.Node
+	if err := dec.Decode(&next); err != io.EOF {
+		line := next.Line
+		if len(next.Content) > 0 {
+			line = next.Content[0].Line
+		}
+		if err != nil {
+			return &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
+		}
+		return &Error{Where: fmt.Sprintf("%s:%d", name, line), Err: errors.New(
+			`a second YAML document (after "---"): a configuration file holds one document; merge them or give a second --config file`)}
 	}
 	if len(doc.Content) == 0 {
 		return nil // an empty file sets nothing
@@ -177,6 +194,9 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 	tmp := reflect.New(v.Type())
 	if err := n.Decode(tmp.Interface()); err != nil {
 		return d.fail(n, key, "want %s, got %s", typeName(v.Type()), shown(n))
+	}
+	if err := finite(tmp.Elem()); err != nil {
+		return d.fail(n, key, "%v", err)
 	}
 	if check, ok := enums[v.Type()]; ok {
 		canon, err := check(tmp.Elem().String())

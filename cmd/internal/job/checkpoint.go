@@ -11,6 +11,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
@@ -53,7 +54,7 @@ func readState(dir string) (state, error) {
 	if err := rundir.Verify(dir, true); err != nil {
 		return st, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, checkpointState))
+	b, err := bounded.ReadFile(filepath.Join(dir, checkpointState), bounded.Small)
 	if err != nil {
 		return st, fmt.Errorf("checkpoint: %w", err)
 	}

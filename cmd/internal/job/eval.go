@@ -51,10 +51,14 @@ func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok 
 // evaluate adds the validation metrics to a step's metrics and logs the headline numbers.
 func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error {
 	j.gen.Begin(fmt.Sprintf("step %d eval", j.st.Step))
-	val, _, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val, j.o.Dist)
+	val, trajs, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val, j.o.Dist)
 	j.gen.End()
 	if err != nil {
 		return fmt.Errorf("eval at step %d: %w", j.st.Step, err)
+	}
+	if n, why := rollout.Failures(trajs); n > 0 {
+		j.log.Warn().Int("step", j.st.Step).Int("failed", n).Int("episodes", len(trajs)).Str("why", why).
+			Msgf("eval at step %d: %d of %d episodes failed (scored 0)", j.st.Step, n, len(trajs))
 	}
 	for k, v := range val {
 		m[k] = v

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -38,6 +39,9 @@ func (e *StoppedError) ExitCode() int {
 func Train(ctx context.Context, o Options) (err error) {
 	j := &job{o: o, cfg: o.Config}
 	defer func() {
+		if err != nil && j.run != nil && !errors.As(err, new(*StoppedError)) {
+			j.run.Failed(err)
+		}
 		if cerr := j.close(); err == nil {
 			err = cerr
 		}
@@ -150,7 +154,12 @@ func (j *job) rl(ctx context.Context) error {
 		m, trajs, err := tr.Step(ctx, j.src)
 		j.gen.End()
 		if err != nil {
+			j.keepFailed(step, trajs)
 			return fmt.Errorf("step %d: %w", step, err)
+		}
+		if n, why := rollout.Failures(trajs); n > 0 {
+			j.log.Warn().Int("step", step).Int("failed", n).Int("episodes", len(trajs)).Str("why", why).
+				Msgf("step %d: %d of %d episodes failed (not trained)", step, n, len(trajs))
 		}
 		j.st = state{Step: step, Phase: phaseRL, Trainer: tr.Progress(), DataPos: j.src.Pos}
 		j.profile(m, trajs)
@@ -168,6 +177,17 @@ func (j *job) rl(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// keepFailed writes a few trajectories of a step that failed, their errors included, as the
+// samples of that step: what the environment or reward function did is kept for the user.
+func (j *job) keepFailed(step int, trajs []*rollout.Trajectory) {
+	if !j.main() || len(trajs) == 0 || j.cfg.Train.Samples == 0 {
+		return
+	}
+	if err := j.run.Samples(step, samplesOf(step, pick(trajs, j.cfg.Train.Samples))); err != nil {
+		j.log.Warn().Err(err).Int("step", step).Msg("the failed step's samples were not written")
+	}
 }
 
 // record logs a step's metrics (metrics.jsonl, TensorBoard, the log's step: line) and a few of its

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // SageMaker is the layout of a SageMaker training job (the container runs `mtgrpo train`):
@@ -68,7 +70,7 @@ func SageMakerFromEnv(env map[string]string) (*SageMaker, error) {
 		}
 	}
 	path := filepath.Join(s.Root, "input", "config", "hyperparameters.json")
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Small)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("sagemaker: %w", err)
 	}

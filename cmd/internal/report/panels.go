@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -77,13 +79,24 @@ func (p Panel) seriesOf(recs []rundir.Record) []Series {
 	out := make([]Series, 0, len(names))
 	for _, n := range names {
 		s := Series{Name: n}
+		clipped := 0
 		for _, r := range recs {
 			if v, ok := r.Values[n]; ok {
+				if math.Abs(v) > drawLimit { // NaN cannot come from JSON
+					v, clipped = math.Copysign(drawLimit, v), clipped+1
+				}
 				s.Steps = append(s.Steps, float64(r.Step))
 				s.Value = append(s.Value, v)
 			}
+		}
+		if clipped > 0 {
+			s.Name = fmt.Sprintf("%s (%d clipped to ±%g)", n, clipped, drawLimit)
 		}
 		out = append(out, s)
 	}
 	return out
 }
+
+// drawLimit bounds the values a chart draws: beyond it a chart's axis range and ticks overflow
+// (1.7e308 is valid JSON). Larger values are drawn at the limit and the series says how many.
+const drawLimit = 1e15

@@ -147,8 +147,14 @@ func withAlpha(c color.Color, a uint8) color.Color {
 	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: a}
 }
 
-// Render encodes the chart as "svg" or "png".
-func (c Chart) Render(format string) ([]byte, error) {
+// Render encodes the chart as "svg" or "png". The chart library panics on input it cannot draw;
+// that is an error naming the chart, never a crash of the command that wanted the report.
+func (c Chart) Render(format string) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("cannot draw the %s chart: %v", c.Panel.Title, r)
+		}
+	}()
 	wt, err := c.plot.WriterTo(chartW, chartH, format)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Files written into the run directory.
@@ -51,7 +52,7 @@ func Load(dir string) (*Run, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	r := &Run{Dir: dir, Records: recs}
-	if b, err := os.ReadFile(filepath.Join(dir, rundir.ConfigFile)); err == nil {
+	if b, err := bounded.ReadFile(filepath.Join(dir, rundir.ConfigFile), bounded.Small); err == nil {
 		r.Config = string(b)
 	}
 	if r.Samples, err = rundir.ReadSamples(dir); err != nil {

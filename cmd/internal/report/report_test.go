@@ -122,6 +122,35 @@ func TestPNGs(t *testing.T) {
 	}
 }
 
+// Values a chart cannot draw (1.7e308 is valid JSON; a reward server or a diverging loss can
+// write it) are drawn at ±1e15 and the series says how many were clipped: the page and the PNGs
+// are written, nothing panics.
+func TestHugeValuesAreClipped(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"step":1,"critic/score/mean":1.7e308,"critic/score/min":-1.7e308,"timing_s/gen":1e300,"actor/entropy":1e16}
+{"step":2,"critic/score/mean":0.5,"critic/score/min":0,"timing_s/gen":1.7e308,"timing_s/reward":1.7e308,"actor/entropy":1e16}
+`
+	os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte(lines), 0o644)
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WritePNGs(r); err != nil {
+		t.Fatal(err)
+	}
+	path, err := WritePage(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(path)
+	for _, want := range []string{"critic/score/mean (1 clipped to ±1e+15)", "critic/score/min (1 clipped to ±1e+15)",
+		"timing_s/gen (2 clipped to ±1e+15)", "actor/entropy (2 clipped to ±1e+15)"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "not a run directory") {

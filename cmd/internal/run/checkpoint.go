@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Manifest is written last into every checkpoint: the files the trainer wrote, with sizes and
@@ -213,7 +215,9 @@ func hashFile(path string, sync bool) (ManifestFile, error) {
 }
 
 // List returns the complete checkpoints (a manifest whose files are all there with their sizes),
-// oldest first. Directories that fail the check are skipped: see Verify for why one failed.
+// oldest first. Directories that fail the check are skipped (see Verify for why one failed),
+// except one whose name disagrees with its manifest's step: that is an error (ErrMisnamed), since
+// the newest checkpoint could not be told.
 func (c *Checkpoints) List() ([]Checkpoint, error) {
 	ents, err := os.ReadDir(c.dir)
 	if err != nil {
@@ -227,8 +231,11 @@ func (c *Checkpoints) List() ([]Checkpoint, error) {
 			continue
 		}
 		dir := filepath.Join(c.dir, e.Name())
-		if Verify(dir, false) == nil {
+		switch err := Verify(dir, false); {
+		case err == nil:
 			out = append(out, Checkpoint{Step: step, Dir: dir})
+		case errors.Is(err, ErrMisnamed):
+			return nil, err
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
@@ -272,16 +279,41 @@ func removeDir(dir string) error {
 	return os.RemoveAll(gone)
 }
 
+// IsCheckpoint reports whether dir holds a checkpoint's manifest (a JSON object with a step and a
+// list of files), whether or not the files are all there.
+func IsCheckpoint(dir string) bool {
+	b, err := bounded.ReadFile(filepath.Join(dir, ManifestName), bounded.Small)
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Step  *int           `json:"step"`
+		Files []ManifestFile `json:"files"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Step != nil && m.Files != nil
+}
+
+// ErrMisnamed is a checkpoint directory named step-N whose manifest holds another step: a
+// checkpoint's identity is its manifest, never its directory's name.
+var ErrMisnamed = errors.New("name and manifest disagree")
+
 // Verify checks a checkpoint against its manifest: every listed file present with its size, and
-// with contents also its SHA-256. The error names the file that differs.
+// with contents also its SHA-256; a directory named step-N must hold step N. The error names the
+// file that differs.
 func Verify(dir string, contents bool) error {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := bounded.ReadFile(filepath.Join(dir, ManifestName), bounded.Small)
 	if err != nil {
 		return fmt.Errorf("run: checkpoint %s: %w", dir, err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("run: checkpoint %s: %s: %w", dir, ManifestName, err)
+	}
+	if rest, ok := strings.CutPrefix(filepath.Base(filepath.Clean(dir)), stepPrefix); ok {
+		if n, err := strconv.Atoi(rest); err == nil && n != m.Step {
+			return fmt.Errorf("run: checkpoint %s: %w: its name says step %d, its %s step %d (rename it %s or move it out of %s)",
+				dir, ErrMisnamed, n, ManifestName, m.Step, stepName(m.Step), filepath.Dir(filepath.Clean(dir)))
+		}
 	}
 	for _, f := range m.Files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))

@@ -195,3 +195,42 @@ func TestCheckpointsSurviveSIGKILL(t *testing.T) {
 	}
 	t.Logf("reached step %d over 10 kills", prev)
 }
+
+// A checkpoint's identity is its manifest: a step directory renamed (or a copy kept under another
+// step's name) is an error naming both steps, for the newest checkpoint (resume, export RUN) and
+// for the directory named directly; a copy under a name that is not a step's is the step its
+// manifest says.
+func TestCheckpointRenamedIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	c, err := OpenCheckpoints(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := 4; step <= 5; step++ {
+		if _, err := c.Save(step, writeStep(step)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(filepath.Join(dir, "step-00000004"), filepath.Join(dir, "step-00000009")); err != nil {
+		t.Fatal(err)
+	}
+	misnamed := filepath.Join(dir, "step-00000009")
+	want := "run: checkpoint " + misnamed + ": name and manifest disagree: its name says step 9, its MANIFEST.json step 4 " +
+		"(rename it step-00000004 or move it out of " + dir + ")"
+	if _, _, err := c.Latest(); err == nil || err.Error() != want || !errors.Is(err, ErrMisnamed) {
+		t.Errorf("Latest: %v\nwant %s", err, want)
+	}
+	if err := Verify(misnamed, true); err == nil || err.Error() != want {
+		t.Errorf("Verify: %v\nwant %s", err, want)
+	}
+	bookmark := filepath.Join(t.TempDir(), "kept")
+	if err := os.Rename(misnamed, bookmark); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(bookmark, true); err != nil {
+		t.Errorf("a checkpoint moved under another name: %v", err)
+	}
+	if last, ok, err := c.Latest(); err != nil || !ok || last.Step != 5 {
+		t.Errorf("Latest: %+v %v %v; want step 5", last, ok, err)
+	}
+}

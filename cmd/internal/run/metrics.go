@@ -1,16 +1,18 @@
 package run
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"sort"
 	"strconv"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 // Metrics are one step's scalars by verl/TRL name.
@@ -79,63 +81,77 @@ func encodeRecord(step int, m Metrics) ([]byte, []string) {
 }
 
 // ReadMetrics reads RUN/metrics.jsonl. A last line without its newline (a crash mid-write) is
-// ignored; any other malformed line is an error naming the file and line.
+// ignored; any other malformed line is an error naming the file and line. The file is read a line
+// at a time under the data loader's bounds.
 func ReadMetrics(dir string) ([]Record, error) {
 	path := dir + "/" + MetricsFile
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	return parseMetrics(path, b)
+	defer f.Close()
+	return parseMetrics(path, f)
 }
 
-func parseMetrics(path string, b []byte) ([]Record, error) {
-	if i := bytes.LastIndexByte(b, '\n'); i < len(b)-1 {
-		b = b[:i+1] // drop a partial last line
-	}
+func parseMetrics(path string, r io.Reader) ([]Record, error) {
 	var out []Record
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
+	lines := data.NewLineReader(r, 64<<20, data.DefaultMaxBytes)
+	for {
+		b, n, err := lines.Next()
+		if err == io.EOF || (err == nil && lines.Partial()) { // a partial last line is dropped
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("run: %s line %d: %w", path, n, err)
+		}
+		line := bytes.TrimSpace(b)
 		if len(line) == 0 {
 			continue
 		}
-		var raw map[string]any
-		if err := json.Unmarshal(line, &raw); err != nil {
+		rec, err := parseRecord(line)
+		if err != nil {
 			return nil, fmt.Errorf("run: %s line %d: %w", path, n, err)
-		}
-		step, ok := raw["step"].(float64)
-		if !ok || step != math.Trunc(step) {
-			return nil, fmt.Errorf("run: %s line %d: no integer \"step\"", path, n)
-		}
-		rec := Record{Step: int(step), Values: Metrics{}}
-		for k, v := range raw {
-			if k == "step" {
-				continue
-			}
-			f, ok := v.(float64)
-			if !ok {
-				return nil, fmt.Errorf("run: %s line %d: %q is %v, not a number", path, n, k, v)
-			}
-			rec.Values[k] = f
 		}
 		out = append(out, rec)
 	}
-	return out, sc.Err()
+}
+
+// parseRecord reads one line of metrics.jsonl.
+func parseRecord(line []byte) (Record, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return Record{}, err
+	}
+	step, ok := raw["step"].(float64)
+	if !ok || step != math.Trunc(step) || step < 0 || step > 1<<53 {
+		return Record{}, errors.New(`no integer "step"`)
+	}
+	rec := Record{Step: int(step), Values: Metrics{}}
+	for k, v := range raw {
+		if k == "step" {
+			continue
+		}
+		f, ok := v.(float64)
+		if !ok {
+			return Record{}, fmt.Errorf("%q is %v, not a number", k, v)
+		}
+		rec.Values[k] = f
+	}
+	return rec, nil
 }
 
 // truncateMetrics keeps the records of steps up to step (resuming from that step's checkpoint
 // replays the later ones), rewriting the file atomically. A missing file is fine.
 func truncateMetrics(path string, step int) error {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	recs, err := parseMetrics(path, b)
+	recs, err := parseMetrics(path, f)
+	f.Close()
 	if err != nil {
 		return err
 	}

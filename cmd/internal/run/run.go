@@ -48,6 +48,7 @@ type Run struct {
 	Log         zerolog.Logger
 	Checkpoints *Checkpoints
 
+	fileLog zerolog.Logger // the log file alone
 	lock    *os.File
 	logFile *os.File
 	metrics *os.File
@@ -87,6 +88,7 @@ func Open(o Options) (*Run, error) {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	r.Log = newLogger(r.logFile, o.Console)
+	r.fileLog = newLogger(r.logFile, nil)
 	if o.Resume {
 		if err := truncateMetrics(r.path(MetricsFile), o.ResumeStep); err != nil {
 			return nil, err
@@ -175,6 +177,12 @@ func syncDir(dir string) error {
 		return fmt.Errorf("run: sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Failed records in the log file the error that ended the command (the console gets it from the
+// command itself), so that train.log says why a run stopped.
+func (r *Run) Failed(err error) {
+	r.fileLog.Error().Msg(err.Error())
 }
 
 // Close flushes and closes the run's files; the first error is returned.

@@ -160,3 +160,30 @@ func TestSamplesText(t *testing.T) {
 		t.Errorf("read back %+v %v", back, err)
 	}
 }
+
+// Run files are read under caps: a metrics.jsonl or a samples file that is a stream without end
+// (a link to /dev/zero) is an error naming it, read no further than its cap.
+func TestRunFilesReadUnderCaps(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, SamplesDir), 0o755)
+	os.Symlink("/dev/zero", filepath.Join(dir, SamplesDir, "step-00000001.jsonl"))
+	_, err := ReadSamples(dir)
+	if want := "run: " + filepath.Join(dir, SamplesDir, "step-00000001.jsonl") + " line 1: line too long: over 67108864 bytes"; err == nil || err.Error() != want {
+		t.Errorf("samples: %v\nwant %s", err, want)
+	}
+	os.Symlink("/dev/zero", filepath.Join(dir, MetricsFile))
+	_, err = ReadMetrics(dir)
+	if want := "run: " + dir + "/" + MetricsFile + " line 1: line too long: over 67108864 bytes"; err == nil || err.Error() != want {
+		t.Errorf("metrics: %v\nwant %s", err, want)
+	}
+	os.Remove(filepath.Join(dir, MetricsFile))
+	// A last line cut short (a crash mid-write) is dropped; a complete one is read.
+	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{\"step\":1,\"a\":2}\n{\"step\":2,\"a"), 0o644)
+	if recs, err := ReadMetrics(dir); err != nil || len(recs) != 1 || recs[0].Values["a"] != 2 {
+		t.Errorf("a partial last line: %+v, %v", recs, err)
+	}
+	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{\"step\":1e300}\n"), 0o644)
+	if _, err := ReadMetrics(dir); err == nil || !strings.Contains(err.Error(), "line 1: no integer \"step\"") {
+		t.Errorf("a step past 2^53: %v", err)
+	}
+}

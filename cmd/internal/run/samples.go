@@ -1,15 +1,16 @@
 package run
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 // Sample is one trajectory as people read it: each turn's context messages, the model's output,
@@ -106,20 +107,23 @@ func ReadSamples(dir string) ([]Sample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("run: %w", err)
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for n := 1; sc.Scan(); n++ {
-			var s Sample
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				fh.Close()
-				return nil, fmt.Errorf("run: %s line %d: %w", f, n, err)
+		lines := data.NewLineReader(fh, 64<<20, data.DefaultMaxBytes)
+		for {
+			b, n, err := lines.Next()
+			if err == io.EOF {
+				break
 			}
-			out = append(out, s)
+			if err == nil {
+				var s Sample
+				if err = json.Unmarshal(b, &s); err == nil {
+					out = append(out, s)
+					continue
+				}
+			}
+			fh.Close()
+			return nil, fmt.Errorf("run: %s line %d: %w", f, n, err)
 		}
 		fh.Close()
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("run: %s: %w", f, err)
-		}
 	}
 	return out, nil
 }

@@ -24,6 +24,8 @@ Prints "url http://127.0.0.1:PORT" when ready. Misbehaviour for the tests:
   --fail-steps      answer every step with HTTP 500 (WebSocket: an EXECUTION_ERROR)
   --malformed-step  answer steps with a body that is not JSON
   --drop-step       close the connection instead of answering a step
+  --step-reward R   the reward of every step (default 1 for the word, 0 otherwise; 1.7e308 is
+                    valid JSON)
   --max-sessions N  WebSocket sessions at once (default 64)
   --slow-release S  sleep S seconds after a session's last message before releasing it (a busy
                     server): a client that takes the answer to its own close frame for the end
@@ -68,10 +70,10 @@ class WordEnv:
         self.steps += 1
         if self.word in action["message"].lower():
             self.done = True
-            return {"observation": {"prompt": "Correct!"}, "reward": 1.0, "done": True}
+            return {"observation": {"prompt": "Correct!"}, "reward": args.step_reward or 1.0, "done": True}
         self.done = self.steps >= 3
         hint = "No. It starts with %r." % self.word[0]
-        return {"observation": {"prompt": hint}, "reward": 0.0, "done": self.done}
+        return {"observation": {"prompt": hint}, "reward": args.step_reward or 0.0, "done": self.done}
 
 
 http_env = WordEnv()
@@ -283,6 +285,7 @@ def main():
     p.add_argument("--fail-steps", action="store_true")
     p.add_argument("--malformed-step", action="store_true")
     p.add_argument("--drop-step", action="store_true")
+    p.add_argument("--step-reward", type=float, default=None)
     p.add_argument("--max-sessions", type=int, default=64)
     p.add_argument("--slow-release", type=float, default=0)
     p.add_argument("--ignore-close", action="store_true")
