@@ -49,14 +49,14 @@ func (t *Trainer) stepAhead(ctx context.Context, src TaskSource) (Metrics, []*ro
 			return nil, nil, err
 		}
 		t.iter++
-		m["timing_s/step"] = time.Since(start).Seconds()
+		m[phaseStep.key()] = time.Since(start).Seconds()
 		return m, trajs, nil
 	}
 	tasks, err := src.Next(t.cfg.Rollout.Tasks)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: step %d: tasks: %w", t.iter, err)
 	}
-	trajs, err := timed(m, "gen", func() ([]*rollout.Trajectory, error) {
+	trajs, err := timed(m, phaseGen, func() ([]*rollout.Trajectory, error) {
 		return gatherTrajectories(t.dist.pg, nil, tasks, 0)
 	})
 	if err != nil {
@@ -86,7 +86,7 @@ func (t *Trainer) generateAhead(ctx context.Context, src TaskSource, m Metrics) 
 		return nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}
 	t.pending = nil
-	b, err := timed(m, "gen", func() (*aheadBatch, error) { return t.playAhead(ctx, src, t.iter+1) })
+	b, err := timed(m, phaseGen, func() (*aheadBatch, error) { return t.playAhead(ctx, src, t.iter+1) })
 	if err != nil {
 		return nil, err
 	}

@@ -25,12 +25,35 @@ func (m Metrics) Names() []string {
 	return out
 }
 
-// timed runs fn and adds its wall time to timing_s/<phase>.
-func timed[T any](m Metrics, phase string, fn func() (T, error)) (T, error) {
+// phase names a step's timed phase: its wall time goes to timing_s/<phase> (verl's names).
+type phase string
+
+const (
+	phaseGen          phase = "gen"           // rollout: generation, environments, rewards
+	phaseOldLogProb   phase = "old_log_prob"  // ℓ_old when the policy moves within the batch
+	phaseRef          phase = "ref"           // the reference model's log-probs
+	phaseValues       phase = "values"        // the critic's values
+	phaseAdv          phase = "adv"           // advantages
+	phaseUpdateCritic phase = "update_critic" // the critic's update
+	phaseUpdateActor  phase = "update_actor"  // the policy's update (SFT's too)
+	phaseStep         phase = "step"          // the whole step
+)
+
+// key is the phase's metric name.
+func (ph phase) key() string { return "timing_s/" + string(ph) }
+
+// timed runs fn and adds its wall time to timing_s/<ph>.
+func timed[T any](m Metrics, ph phase, fn func() (T, error)) (T, error) {
 	t0 := time.Now()
 	v, err := fn()
-	m["timing_s/"+phase] += time.Since(t0).Seconds()
+	m[ph.key()] += time.Since(t0).Seconds()
 	return v, err
+}
+
+// timedDo is timed for a phase that returns only an error.
+func timedDo(m Metrics, ph phase, fn func() error) error {
+	_, err := timed(m, ph, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
 }
 
 // stat adds mean, max and min of xs under prefix (nothing for an empty xs).
@@ -112,7 +135,7 @@ func (m Metrics) throughput(samples []*sample) {
 		n += len(s.IDs)
 	}
 	m["perf/total_num_tokens"] = float64(n)
-	if s := m["timing_s/step"]; s > 0 {
+	if s := m[phaseStep.key()]; s > 0 {
 		m["perf/throughput"] = float64(n) / s
 	}
 }
@@ -121,7 +144,7 @@ func (m Metrics) throughput(samples []*sample) {
 // backward, the usual estimate, attention left out) over its time
 // and the device's peak. Nothing when the peak is unknown.
 func (m Metrics) mfu(params int64, epochs int, peak float64) {
-	secs := m["timing_s/update_actor"]
+	secs := m[phaseUpdateActor.key()]
 	if peak <= 0 || secs <= 0 {
 		return
 	}
@@ -143,7 +166,7 @@ func (m Metrics) memory(dev torch.Device) {
 
 // phaseShare adds timing_s/<phase> as fractions of the step (timing_frac/<phase>).
 func (m Metrics) phaseShare() {
-	step := m["timing_s/step"]
+	step := m[phaseStep.key()]
 	if step <= 0 {
 		return
 	}

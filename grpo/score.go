@@ -14,9 +14,9 @@ import (
 func (t *Trainer) score(samples []*sample, m Metrics) error {
 	// Data parallel, each pass runs on this rank's share and every rank receives all the values.
 	if t.cfg.needsOld() {
-		if _, err := timed(m, "old_log_prob", func() (struct{}, error) {
+		if err := timedDo(m, phaseOldLogProb, func() error {
 			set := func(s *sample, v []float32) { s.old = v }
-			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+			return t.dist.scoreShared(samples, func(part []*sample) error {
 				return t.logProbs(t.ms.Policy, part, set)
 			}, func(s *sample) []float32 { return s.old }, set)
 		}); err != nil {
@@ -24,9 +24,9 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 		}
 	}
 	if t.cfg.needsRef() {
-		if _, err := timed(m, "ref", func() (struct{}, error) {
+		if err := timedDo(m, phaseRef, func() error {
 			set := func(s *sample, v []float32) { s.ref = v }
-			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+			return t.dist.scoreShared(samples, func(part []*sample) error {
 				return t.logProbs(t.ms.Reference, part, set)
 			}, func(s *sample) []float32 { return s.ref }, set)
 		}); err != nil {
@@ -34,8 +34,8 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 		}
 	}
 	if t.cfg.Advantage.Estimator == EstGAE {
-		if _, err := timed(m, "values", func() (struct{}, error) {
-			return struct{}{}, t.dist.scoreShared(samples, func(part []*sample) error {
+		if err := timedDo(m, phaseValues, func() error {
+			return t.dist.scoreShared(samples, func(part []*sample) error {
 				return t.ms.Critic.values(part, t.cfg.Update.MicroTokens)
 			}, func(s *sample) []float32 { return s.values }, func(s *sample, v []float32) { s.values = v })
 		}); err != nil {

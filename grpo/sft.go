@@ -33,7 +33,7 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 		return nil, fmt.Errorf("grpo: sft: no trained token in %d demonstrations", len(demos))
 	}
 	var nll float64
-	_, err := timed(m, "update_actor", func() (struct{}, error) {
+	err := timedDo(m, phaseUpdateActor, func() error {
 		// Data parallel: every rank has every demonstration and trains its share; the loss is the
 		// whole batch's token mean, so the summed gradients are the single-process ones.
 		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
@@ -43,11 +43,11 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 			}
 			v, err := t.sftMicro(micro, tokens)
 			if err != nil {
-				return struct{}{}, err
+				return err
 			}
 			nll += v
 		}
-		return struct{}{}, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err

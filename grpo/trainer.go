@@ -124,7 +124,7 @@ func (t *Trainer) Step(ctx context.Context, src TaskSource) (Metrics, []*rollout
 	if dev := t.ms.Policy.Device; dev.IsCUDA() {
 		torch.CUDAResetPeak(dev) // perf/max_memory_allocated_gb is this step's peak
 	}
-	trajs, err := timed(m, "gen", func() ([]*rollout.Trajectory, error) { return t.rollout(ctx, src, m) })
+	trajs, err := timed(m, phaseGen, func() ([]*rollout.Trajectory, error) { return t.rollout(ctx, src, m) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +149,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	if err := t.score(samples, m); err != nil {
 		return nil, trajs, err
 	}
-	if _, err := timed(m, "adv", func() (struct{}, error) { return struct{}{}, t.credit(trajs, samples, m) }); err != nil {
+	if err := timedDo(m, phaseAdv, func() error { return t.credit(trajs, samples, m) }); err != nil {
 		return nil, trajs, err
 	}
 	if err := t.train(samples, m); err != nil {
@@ -157,7 +157,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	}
 	t.iter++
 	m.rolloutStats(trajs)
-	m["timing_s/step"] = time.Since(start).Seconds()
+	m[phaseStep.key()] = time.Since(start).Seconds()
 	m.throughput(samples)
 	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
 	m.memory(t.ms.Policy.Device)
@@ -168,15 +168,14 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 // train updates the critic (PPO) and then the actor, unless the critic is still warming up.
 func (t *Trainer) train(samples []*sample, m Metrics) error {
 	if t.ms.Critic != nil && t.cfg.Advantage.Estimator == EstGAE {
-		if _, err := timed(m, "update_critic", func() (struct{}, error) { return struct{}{}, t.updateCritic(samples, m) }); err != nil {
+		if err := timedDo(m, phaseUpdateCritic, func() error { return t.updateCritic(samples, m) }); err != nil {
 			return err
 		}
 		if t.iter < t.cfg.Critic.Warmup {
 			return nil
 		}
 	}
-	_, err := timed(m, "update_actor", func() (struct{}, error) { return struct{}{}, t.update(samples, m) })
-	return err
+	return timedDo(m, phaseUpdateActor, func() error { return t.update(samples, m) })
 }
 
 // stepRNG is the generator of one purpose in the current iteration: a run is reproducible from
