@@ -28,6 +28,22 @@ type EvalConfig struct {
 	Dist *Dist
 }
 
+// The headline validation metrics, which the run's summary and report read: the mean reward, the
+// share of well-formed final answers (rubrics that check a format), lenient accuracy (any stated
+// answer), strict accuracy (the "####" answer only), pass@1, and tool calls per episode.
+const (
+	ValScore          = "val/score"
+	ValFormat         = "val/format"
+	ValAccuracy       = "val/accuracy"
+	ValAccuracyStrict = "val/accuracy_strict"
+	ValPass1          = "val/pass@1"
+	ValToolCalls      = "val/tool_call_counts/mean"
+)
+
+// headlines are the headline names that repeat a rollout statistic under val/.
+var headlines = map[string]string{ValScore: "val/critic/score/mean", ValFormat: "val/reward/format/mean",
+	ValAccuracy: "val/train/accuracy", ValAccuracyStrict: "val/train/accuracy_strict"}
+
 // Evaluate plays every task Samples times on the generator's model and reports val/ metrics: the
 // mean reward and each reward function, strict and lenient accuracy (the rubric's accuracy
 // functions), turns and lengths, and pass@1 and pass@n with the unbiased estimator of Chen et al.
@@ -76,7 +92,12 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 		p1 += passAtK(n, c, 1)
 		pn += passAtK(n, c, n)
 	}
-	out["val/pass@1"] = p1 / float64(len(tasks))
+	for name, from := range headlines {
+		if v, ok := out[from]; ok {
+			out[name] = v
+		}
+	}
+	out[ValPass1] = p1 / float64(len(tasks))
 	out[fmt.Sprintf("val/pass@%d", n)] = pn / float64(len(tasks))
 	out["val/timing_s"] = prof.Wall.Seconds()
 	return out, trajs, nil

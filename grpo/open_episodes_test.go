@@ -55,11 +55,23 @@ func TestMaxOpenEpisodes(t *testing.T) {
 			t.Errorf("training: at most %d episodes open at once, want 3", c.max)
 		}
 		c.max = 0
-		if _, _, err := r.tr.Eval(context.Background(), sayTasks(6), EvalConfig{Samples: 2, Sampling: cfg.Rollout.Sampling}); err != nil {
+		m, trajs, err := r.tr.Eval(context.Background(), sayTasks(6), EvalConfig{Samples: 2, Sampling: cfg.Rollout.Sampling})
+		if err != nil {
 			return err
 		}
 		if c.max != 3 {
 			t.Errorf("eval: at most %d episodes open at once, want 3", c.max)
+		}
+		// The headline val/score is the mean reward of the 12 episodes, as val/critic/score/mean.
+		sum := 0.0
+		for _, tr := range trajs {
+			sum += tr.Reward
+		}
+		if got, ok := m[ValScore]; !ok || !near(got, sum/12, 1e-12) || got != m["val/critic/score/mean"] {
+			t.Errorf("%s = %v (present %v), want the mean reward %v", ValScore, got, ok, sum/12)
+		}
+		if _, ok := m[ValPass1]; !ok || len(trajs) != 12 {
+			t.Errorf("%s missing, or %d trajectories (want 12)", ValPass1, len(trajs))
 		}
 		return nil
 	})

@@ -13,18 +13,6 @@ import (
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
-// Headline validation metrics under the names the report and the summary read: accuracy is the
-// lenient accuracy (any stated answer), accuracy_strict the "####" answer only, score the mean
-// reward, format the share of well-formed final answers (rubrics that check a format), tool calls
-// the mean number of tool calls per episode.
-const (
-	valAccuracy       = "val/accuracy"
-	valAccuracyStrict = "val/accuracy_strict"
-	valScore          = "val/score"
-	valFormat         = "val/format"
-	valToolCalls      = "val/tool_call_counts/mean"
-)
-
 // validate plays the validation tasks on gen with the run's evaluation settings and returns the
 // val/ metrics and the trajectories. Run on the torch thread.
 // With d, the ranks share the tasks (every rank gets the whole set's metrics).
@@ -35,17 +23,7 @@ func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok 
 		return nil, nil, err
 	}
 	ec.MaxOpenEpisodes, ec.Dist = envs.MaxConcurrent, d
-	m, trajs, err := grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
-	if err != nil {
-		return nil, nil, err
-	}
-	for name, from := range map[string]string{valAccuracy: "val/train/accuracy", valAccuracyStrict: "val/train/accuracy_strict",
-		valScore: "val/critic/score/mean", valFormat: "val/reward/format/mean"} {
-		if v, ok := m[from]; ok {
-			m[name] = v
-		}
-	}
-	return m, trajs, nil
+	return grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
 }
 
 // evaluate adds the validation metrics to a step's metrics and logs the headline numbers.
@@ -64,7 +42,7 @@ func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error 
 		m[k] = v
 	}
 	ev := j.log.Info().Int("step", j.st.Step).Int("tasks", len(j.data.val))
-	for _, k := range []string{valScore, valFormat, valAccuracy, valAccuracyStrict, "val/pass@1"} {
+	for _, k := range []string{grpo.ValScore, grpo.ValFormat, grpo.ValAccuracy, grpo.ValAccuracyStrict, grpo.ValPass1} {
 		if v, ok := val[k]; ok {
 			ev = ev.Float64(k, v)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/report"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -80,7 +81,7 @@ func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, ru
 	var rows []row
 	var last rundir.Record
 	for _, r := range recs {
-		if _, ok := r.Values[valScore]; !ok {
+		if _, ok := r.Values[grpo.ValScore]; !ok {
 			continue
 		}
 		switch {
@@ -100,8 +101,8 @@ func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, ru
 		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(w, "validation\treward\tformat\taccuracy\tstrict accuracy\tpass@1\ttool calls\t")
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label, num(r.m, valScore), num(r.m, valFormat),
-				num(r.m, valAccuracy), num(r.m, valAccuracyStrict), num(r.m, "val/pass@1"), num(r.m, valToolCalls))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label, num(r.m, grpo.ValScore), num(r.m, grpo.ValFormat),
+				num(r.m, grpo.ValAccuracy), num(r.m, grpo.ValAccuracyStrict), num(r.m, grpo.ValPass1), num(r.m, grpo.ValToolCalls))
 		}
 		w.Flush()
 	}

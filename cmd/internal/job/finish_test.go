@@ -6,14 +6,15 @@ import (
 	"time"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/grpo"
 )
 
 // The end-of-run table reads the evaluations before training, after the warm-up and at the end
 // from the metrics (an RL step without evaluation is not a row), with the tool calls per episode.
 func TestSummaryTable(t *testing.T) {
 	val := func(step int, score, tools float64) rundir.Record {
-		return rundir.Record{Step: step, Values: rundir.Metrics{valScore: score, valFormat: 1, valAccuracy: score,
-			valAccuracyStrict: score, "val/pass@1": score, valToolCalls: tools}}
+		return rundir.Record{Step: step, Values: rundir.Metrics{grpo.ValScore: score, grpo.ValFormat: 1, grpo.ValAccuracy: score,
+			grpo.ValAccuracyStrict: score, grpo.ValPass1: score, grpo.ValToolCalls: tools}}
 	}
 	recs := []rundir.Record{val(0, 0, 0), {Step: 1, Values: rundir.Metrics{"sft/loss": 2}}, val(800, 0.5, 0.75),
 		val(810, 0.55, 0.8), val(830, 0.625, 1), {Step: 831, Values: rundir.Metrics{"critic/score/mean": 1}}}
