@@ -29,6 +29,9 @@ import random
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
+from bandwidth import model_bytes, peak_bandwidth  # noqa: E402
+
 N, LO, HI, VOCAB_IDS, TEMPERATURE = 256, 100, 1024, 10000, 0.6
 
 
@@ -89,31 +92,11 @@ def hf(out, batch):
     print(json.dumps(res, indent=2))
 
 
-PEAKS = [("H200", 4800), ("H100 PCIe", 2000), ("H100", 3350), ("A100-SXM4-80GB", 2039), ("A100 80GB", 2039),
-         ("A100", 1555)]
-
-
-def peak_bandwidth(name):
-    if os.environ.get("PEAK_BW_GBS"):
-        return float(os.environ["PEAK_BW_GBS"]) * 1e9
-    for key, gbs in PEAKS:
-        if key in name:
-            return gbs * 1e9
-    sys.exit(f"unknown device {name!r}: set PEAK_BW_GBS")
-
-
 def summary(out):
     w = load_workload(out)
     with open(os.path.join(out, "model", "config.json")) as f:
         c = json.load(f)
-    hidden, layers, heads, kvh = c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]
-    head_dim = c.get("head_dim") or hidden // heads
-    inter, vocab = c["intermediate_size"], c["vocab_size"]
-    per_layer = hidden * (heads * head_dim) + 2 * hidden * (kvh * head_dim) + (heads * head_dim) * hidden \
-        + (heads + 2 * kvh) * head_dim + 3 * hidden * inter + 2 * hidden
-    params = layers * per_layer + vocab * hidden * (1 if c.get("tie_word_embeddings") else 2) + hidden
-    weight_bytes = 2 * params
-    kv_bytes = layers * 2 * kvh * head_dim * 2
+    params, weight_bytes, kv_bytes = model_bytes(c)
     ins = [len(p) for p in w["prompts"]]
     outs = w["max_new"]
     total = 0
@@ -126,6 +109,8 @@ def summary(out):
             py = json.load(f)
     name = py.get("device_name") or os.environ.get("DEVICE_NAME", "")
     bw = peak_bandwidth(name)
+    if bw is None:
+        sys.exit(f"unknown device {name!r}: set PEAK_BW_GBS")
     ideal = total / bw
     lines.append(f"device {name}, peak bandwidth {bw / 1e9:.0f} GB/s; model {params / 1e6:.1f}M parameters "
                  f"({weight_bytes / 1e9:.2f} GB), KV {kv_bytes} B/token")

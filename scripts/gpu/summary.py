@@ -21,42 +21,25 @@ import os
 import statistics
 import sys
 
-PEAK_BW = [("H200", 4800), ("H100 PCIe", 2000), ("H100", 3350), ("A100 80GB", 2039), ("A100-SXM4-80GB", 2039),
-           ("A100", 1555)]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as python -P: no script dir
+from bandwidth import model_bytes, peak_bandwidth  # noqa: E402
 
 
 def line(part, key, value, unit=""):
     print(json.dumps({"part": part, "key": key, "value": value, "unit": unit}))
 
 
-def peak_bandwidth(device):
-    if os.environ.get("PEAK_BW_GBS"):
-        return float(os.environ["PEAK_BW_GBS"]) * 1e9
-    if not device.startswith("cuda"):
-        return None
+def device_bandwidth(device):
+    """The peak bandwidth of the GPU the decode ran on (None on the CPU or for an unknown GPU)."""
+    if os.environ.get("PEAK_BW_GBS") or not device.startswith("cuda"):
+        return peak_bandwidth("")
     import torch
-    name = torch.cuda.get_device_name(0)
-    for key, bw in PEAK_BW:
-        if key in name:
-            return bw * 1e9
-    return None
-
-
-def model_bytes(c):
-    """Parameters' bytes in bf16 and KV-cache bytes per token of a Qwen2/Llama config.json."""
-    h, i, n, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
-    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
-    d = c.get("head_dim") or h // heads
-    bias = c.get("model_type") == "qwen2"
-    attn = h * heads * d + 2 * h * kv * d + heads * d * h + (heads * d + 2 * kv * d if bias else 0)
-    layer = attn + 3 * h * i + 2 * h
-    params = v * h + n * layer + h + (0 if c.get("tie_word_embeddings") else v * h)
-    return 2 * params, n * 2 * kv * d * 2
+    return peak_bandwidth(torch.cuda.get_device_name(0))
 
 
 def decode(out):
     with open(os.path.join(out, "model", "config.json")) as f:
-        w, kvb = model_bytes(json.load(f))
+        _, w, kvb = model_bytes(json.load(f))
     sides = []
     try:
         with open(os.path.join(out, "decode-mtgrpo.json")) as f:
@@ -71,7 +54,7 @@ def decode(out):
             sides += json.load(f)["sides"]
     except (OSError, ValueError) as e:
         line("decode", "python.error", str(e))
-    bw = peak_bandwidth(device)
+    bw = device_bandwidth(device)
     if bw:
         line("decode", "peak_bandwidth", bw / 1e9, "GB/s")
     rates = {}
