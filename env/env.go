@@ -99,7 +99,8 @@ type TurnInfo struct {
 	ToolTimeouts     int `json:"tool_timeouts"`
 	// AnswerInToolResult is true when a tool result of this turn contains the ground-truth answer.
 	AnswerInToolResult bool `json:"answer_in_tool_result"`
-	// ValidActions and InvalidActions count game moves that were / were not understood.
+	// ValidActions and InvalidActions count game moves that were / were not understood (the
+	// metrics num_valid_actions and num_invalid_actions also count tool calls: NumValidActions).
 	ValidActions   int `json:"valid_actions"`
 	InvalidActions int `json:"invalid_actions"`
 	// Final is true on the turn that gave the final answer (no tool call).
@@ -111,6 +112,14 @@ type TurnInfo struct {
 	// Reward is an environment reward of this turn (a game's step reward); 0 for most envs.
 	Reward float64 `json:"reward"`
 }
+
+// NumValidActions counts the turn's valid actions as the num_valid_actions metric does (the
+// MT-GRPO scripts' count of code executions): tool calls that ran without error on tool tasks,
+// moves understood in games.
+func (in TurnInfo) NumValidActions() int { return in.ToolSuccesses + in.ValidActions }
+
+// NumInvalidActions counts the rest: tool calls that failed or were not run, moves not understood.
+func (in TurnInfo) NumInvalidActions() int { return in.ToolErrors + in.InvalidActions }
 
 // Tool is a function the model can call. Implementations are safe for concurrent use: one value
 // serves every episode.

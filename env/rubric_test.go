@@ -73,7 +73,8 @@ func TestTrajectoryStats(t *testing.T) {
 	}}
 	s := traj.Stats()
 	want := map[string]float64{"num_turns": 2, "tool_call_counts": 2, "tool_successes": 1, "tool_errors": 1,
-		"num_valid_actions": 3, "num_invalid_actions": 1, "answer_in_tool_result": 1, "truncated": 1, "success": 0}
+		// num_valid_actions: 1 tool call that ran + 3 moves; num_invalid_actions: 1 failed call + 1 move.
+		"num_valid_actions": 4, "num_invalid_actions": 2, "answer_in_tool_result": 1, "truncated": 1, "success": 0}
 	for k, v := range want {
 		if s[k] != v {
 			t.Errorf("%s = %v, want %v", k, s[k], v)

@@ -61,8 +61,8 @@ func (t *Trajectory) Stats() map[string]float64 {
 		m["tool_call_counts"] += float64(in.ToolCalls)
 		m["tool_successes"] += float64(in.ToolSuccesses)
 		m["tool_errors"] += float64(in.ToolErrors)
-		m["num_valid_actions"] += float64(in.ValidActions)
-		m["num_invalid_actions"] += float64(in.InvalidActions)
+		m["num_valid_actions"] += float64(in.NumValidActions())
+		m["num_invalid_actions"] += float64(in.NumInvalidActions())
 		m["answer_in_tool_result"] += b2f(in.AnswerInToolResult)
 	}
 	m["truncated"] = b2f(t.Final().Truncated)

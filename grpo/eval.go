@@ -40,9 +40,9 @@ const (
 	ValToolCalls      = "val/tool_call_counts/mean"
 )
 
-// headlines are the headline names that repeat a rollout statistic under val/.
-var headlines = map[string]string{ValScore: "val/critic/score/mean", ValFormat: "val/reward/format/mean",
-	ValAccuracy: "val/train/accuracy", ValAccuracyStrict: "val/train/accuracy_strict"}
+// valHeadlines are the headline names that repeat a rollout statistic under val/.
+var valHeadlines = []headline{{ValScore, "val/critic/score/mean"}, {ValFormat, "val/reward/format/mean"},
+	{ValAccuracy, "val/reward/accuracy/mean"}, {ValAccuracyStrict, "val/reward/accuracy_strict/mean"}}
 
 // Evaluate plays every task Samples times on the generator's model and reports val/ metrics: the
 // mean reward and each reward function, strict and lenient accuracy (the rubric's accuracy
@@ -92,11 +92,7 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 		p1 += passAtK(n, c, 1)
 		pn += passAtK(n, c, n)
 	}
-	for name, from := range headlines {
-		if v, ok := out[from]; ok {
-			out[name] = v
-		}
-	}
+	out.headlines(valHeadlines)
 	out[ValPass1] = p1 / float64(len(tasks))
 	out[fmt.Sprintf("val/pass@%d", n)] = pn / float64(len(tasks))
 	out["val/timing_s"] = prof.Wall.Seconds()

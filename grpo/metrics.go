@@ -69,7 +69,8 @@ func (m Metrics) stat(prefix string, xs []float64) {
 }
 
 // rolloutStats records what the trajectories look like: scores and reward functions, lengths,
-// turns, tool calls, turn rewards, game actions, how episodes ended.
+// turns, tool calls, turn rewards, valid actions, how episodes ended. The names carry no phase
+// prefix: a step adds its headlines (train/), Evaluate puts everything under val/.
 func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 	var score, turnReward, turns, tools, valid, resp, prompt []float64
 	clipped, failed := 0, 0
@@ -91,7 +92,7 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 				clipped++
 			}
 			nTools += tu.Step.Info.ToolCalls
-			nValid += tu.Step.Info.ValidActions
+			nValid += tu.Step.Info.NumValidActions()
 		}
 		tools = append(tools, float64(nTools))
 		valid = append(valid, float64(nValid))
@@ -117,15 +118,30 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 		m["episode/end_"+end] = n / float64(len(trajs))
 	}
 	m["episode/failed"] = float64(failed)
-	// The seeds' names for the headline numbers.
-	if v, ok := m["reward/accuracy/mean"]; ok {
-		m["train/accuracy"] = v
+}
+
+// The headline training metrics, under the names the seeds' scripts watch: lenient and strict
+// accuracy, the turn reward, and valid actions (tool calls that ran, game moves) per episode.
+const (
+	TrainAccuracy        = "train/accuracy"
+	TrainAccuracyStrict  = "train/accuracy_strict"
+	TrainTurnReward      = "train/turn_reward"
+	TrainNumValidActions = "train/num_valid_actions"
+)
+
+// headline gives a rollout statistic (from) a second, headline name.
+type headline struct{ name, from string }
+
+var trainHeadlines = []headline{{TrainAccuracy, "reward/accuracy/mean"}, {TrainAccuracyStrict, "reward/accuracy_strict/mean"},
+	{TrainTurnReward, "critic/turn_reward/mean"}, {TrainNumValidActions, "num_valid_actions/mean"}}
+
+// headlines copies each statistic that is present under its headline name.
+func (m Metrics) headlines(hs []headline) {
+	for _, h := range hs {
+		if v, ok := m[h.from]; ok {
+			m[h.name] = v
+		}
 	}
-	if v, ok := m["reward/accuracy_strict/mean"]; ok {
-		m["train/accuracy_strict"] = v
-	}
-	m["train/turn_reward"] = m["critic/turn_reward/mean"]
-	m["train/num_valid_actions"] = m["num_valid_actions/mean"]
 }
 
 // throughput records trained tokens per second over the whole step.

@@ -2,6 +2,7 @@ package grpo
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -72,6 +73,11 @@ func TestMaxOpenEpisodes(t *testing.T) {
 		}
 		if _, ok := m[ValPass1]; !ok || len(trajs) != 12 {
 			t.Errorf("%s missing, or %d trajectories (want 12)", ValPass1, len(trajs))
+		}
+		for k := range m { // every name once: val/ prefixes the rollout statistics, not a step's headlines
+			if strings.HasPrefix(k, "val/train/") || strings.HasPrefix(k, "val/val/") {
+				t.Errorf("doubled prefix: %s", k)
+			}
 		}
 		return nil
 	})

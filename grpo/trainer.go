@@ -157,6 +157,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	}
 	t.iter++
 	m.rolloutStats(trajs)
+	m.headlines(trainHeadlines)
 	m[phaseStep.key()] = time.Since(start).Seconds()
 	m.throughput(samples)
 	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
