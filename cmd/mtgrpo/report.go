@@ -10,9 +10,10 @@ var (
 	reportCommand = command{
 		name: "report",
 		args: "RUN",
-		summary: "Write RUN/report.html: one self-contained page with the charts (reward, accuracy, KL, entropy, lengths,\n" +
-			"turns, tool calls, throughput, time per phase), every metric's first/last/min/max, the config and a\n" +
-			"browsable sample of trajectories. Works on a finished or a running run.",
+		summary: "Write RUN/report.html: one self-contained page with the RL phase's charts (reward, accuracy, KL, entropy,\n" +
+			"losses, lengths, turns, tool calls, throughput, time per phase), the SFT warm-up's on their own axis,\n" +
+			"every metric's first/last/min/max, the config and a browsable sample of trajectories. Works on a\n" +
+			"finished or a running run.",
 		examples: []string{"mtgrpo report runs/demo", "mtgrpo report runs/gsm8k && xdg-open runs/gsm8k/report.html"},
 	}
 	plotCommand = command{

@@ -26,6 +26,7 @@ nav a { margin-right: 1em; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 12px; }
 .chart { border: 1px solid #e4e4e4; border-radius: 6px; padding: 4px; background: #fff; }
 .chart svg { width: 100%; height: auto; display: block; }
+details.view { margin: 8px 0 16px; } details.view > summary { cursor: pointer; font-weight: bold; font-size: 1.05em; margin-bottom: 6px; }
 table { border-collapse: collapse; font-size: 0.85em; }
 td, th { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
 td:first-child, th:first-child { text-align: left; font-family: monospace; }
@@ -46,7 +47,10 @@ details.sample > summary { cursor: pointer; font-family: monospace; }
 <nav><a href="#charts">charts</a><a href="#summary">all metrics</a><a href="#trajectories">trajectories</a><a href="#config">config</a></nav>
 
 <h2 id="charts">Charts</h2>
-{{if .Charts}}<div class="charts">{{range .Charts}}<div class="chart" id="chart-{{.ID}}">{{.SVG}}</div>{{end}}</div>
+{{range .Views}}<details class="view" id="view-{{.Phase}}"{{if .Open}} open{{end}}>
+<summary>{{.Title}}: steps {{.From}} to {{.To}} · {{len .Charts}} charts</summary>
+<div class="charts">{{range .Charts}}<div class="chart" id="chart-{{.ID}}" data-x="{{num .X.Min}} {{num .X.Max}}" data-y="{{num .Y.Min}} {{num .Y.Max}}" data-series="{{.Series}}">{{.SVG}}</div>{{end}}</div>
+</details>
 {{else}}<p>No metric of any chart has been logged yet.</p>{{end}}
 
 <h2 id="summary">All metrics</h2>

@@ -10,45 +10,82 @@ import (
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
-// Panel is one chart: the series it draws, chosen from the run's metric names.
+// YAxis says how a panel's y-axis is fitted to what it shows.
+type YAxis int
+
+const (
+	// YData spans the values drawn (losses, rewards, entropy: they may be negative).
+	YData YAxis = iota
+	// YFromZero runs from 0 to the largest value (counts, sizes, times, norms).
+	YFromZero
+	// YRate is [0, 1] (shares, accuracies, pass rates); a value outside it widens the axis to
+	// the data's range rather than being drawn off the chart.
+	YRate
+)
+
+// Panel is one chart: the series it draws, chosen from the run's metric names, and the phase
+// whose steps it shows. Every series of a panel is one quantity on one y-axis.
 type Panel struct {
 	Title, Unit string
-	// Keys are metric names drawn when present; Prefixes add every metric starting with one.
+	Phase       Phase
+	// Keys are metric names drawn when present; Prefixes add every metric starting with one
+	// (and ending with Suffix, when set).
 	Keys, Prefixes []string
+	Suffix         string
 	// Exclude drops names the prefixes would take.
 	Exclude []string
+	Y       YAxis
 	// Stacked draws the series as stacked areas (parts of a whole, such as time per phase).
 	Stacked bool
+	// OmitZero leaves out series that are 0 at every step: the quantity is switched off (KL
+	// without a KL term). A panel left with no series is not drawn.
+	OmitZero bool
 }
 
-// Panels are the charts of a report, in page order. Names follow verl and TRL; a panel whose
-// metrics a run does not log is left out.
+// Panels are the charts of a report, in page order: the RL phase's, then the warm-up's. Names
+// follow verl and TRL; a panel whose metrics a run does not log is left out. Evaluations (val/)
+// are drawn as markers, training steps as lines.
 var Panels = []Panel{
-	{Title: "Reward", Keys: []string{"critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean", "val/score"}},
-	{Title: "Accuracy", Keys: []string{"train/accuracy", "train/accuracy_strict", "val/accuracy", "val/accuracy_strict", "val/format",
-		"reward/accuracy", "reward/accuracy_strict", "val/accuracy_lenient"}, Prefixes: []string{"val/pass@"}},
-	{Title: "SFT warm-up", Keys: []string{"sft/loss"}},
-	{Title: "KL", Keys: []string{"actor/kl_loss", "actor/ppo_kl", "actor/kl"}},
-	{Title: "Entropy", Keys: []string{"actor/entropy"}},
-	{Title: "Policy loss", Keys: []string{"actor/pg_loss", "actor/pg_clipfrac", "actor/grad_norm"}},
-	{Title: "Lengths", Unit: "tokens", Keys: []string{"response_length/mean", "response_length/max", "prompt_length/mean", "context/max_tokens/mean"}},
-	{Title: "Turns", Keys: []string{"num_turns/mean", "num_turns/max", "num_turns/min"}},
-	{Title: "Tool calls", Keys: []string{"tool_call_counts/mean", "turn_reward/tool_success/mean", "turn_reward/answer_in_result/mean",
-		"turn_reward/partial_product/mean", "val/turn_reward/tool_success/mean"}, Prefixes: []string{"tool_calls/"}},
-	{Title: "Throughput", Unit: "tokens/s", Keys: []string{"perf/throughput"}},
-	{Title: "Time per phase", Unit: "s", Prefixes: []string{"timing_s/"}, Exclude: []string{"timing_s/step"}, Stacked: true},
+	{Title: "Reward", Phase: PhaseRL, Keys: []string{"critic/score/mean", "critic/score/max", "critic/score/min", "val/score"}},
+	{Title: "Accuracy", Phase: PhaseRL, Y: YRate, Keys: []string{"train/accuracy", "train/accuracy_strict", "val/accuracy",
+		"val/accuracy_strict", "val/format"}, Prefixes: []string{"val/pass@"}},
+	{Title: "KL to the reference", Phase: PhaseRL, OmitZero: true, Keys: []string{"actor/kl_loss", "actor/kl"}},
+	{Title: "Entropy", Phase: PhaseRL, Keys: []string{"actor/entropy"}},
+	{Title: "Policy loss", Phase: PhaseRL, Keys: []string{"actor/pg_loss"}},
+	{Title: "Gradient norm", Phase: PhaseRL, Y: YFromZero, Keys: []string{"actor/grad_norm"}},
+	{Title: "Clip fraction", Phase: PhaseRL, Y: YRate, OmitZero: true, Keys: []string{"actor/pg_clipfrac", "actor/pg_clipfrac_lower"}},
+	{Title: "Lengths", Phase: PhaseRL, Unit: "tokens", Y: YFromZero, Keys: []string{"response_length/mean", "response_length/max",
+		"prompt_length/mean", "context/max_tokens/mean"}},
+	{Title: "Turns", Phase: PhaseRL, Unit: "per episode", Y: YFromZero, Keys: []string{"num_turns/mean", "num_turns/max",
+		"num_turns/min", "val/num_turns/mean"}},
+	{Title: "Tool calls", Phase: PhaseRL, Unit: "per episode", Y: YFromZero, Keys: []string{"tool_call_counts/mean",
+		"train/num_valid_actions", "val/tool_call_counts/mean", "val/num_valid_actions/mean"}},
+	{Title: "Turn rewards", Phase: PhaseRL, Keys: []string{"train/turn_reward", "val/critic/turn_reward/mean"},
+		Prefixes: []string{"turn_reward/", "val/turn_reward/"}, Suffix: "/mean"},
+	{Title: "Throughput", Phase: PhaseRL, Unit: "tokens/s", Y: YFromZero, Keys: []string{"perf/throughput"}},
+	{Title: "Time per phase", Phase: PhaseRL, Unit: "s", Prefixes: []string{"timing_s/"}, Exclude: []string{"timing_s/step"}, Stacked: true},
+
+	{Title: "Warm-up loss", Phase: PhaseWarmup, Y: YFromZero, Keys: []string{"sft/loss"}},
+	{Title: "Warm-up gradient norm", Phase: PhaseWarmup, Y: YFromZero, Keys: []string{"actor/grad_norm"}},
+	{Title: "Warm-up evaluation", Phase: PhaseWarmup, Y: YRate, Keys: []string{"val/format", "val/accuracy",
+		"val/accuracy_strict", "val/turn_reward/tool_success/mean"}, Prefixes: []string{"val/pass@"}},
 }
 
-// Series are one metric's points over steps.
+// Series are one metric's points over steps. Marks draws them as markers (evaluations, a few
+// steps apart) rather than a line.
 type Series struct {
 	Name  string
 	Steps []float64
 	Value []float64
+	Marks bool
 }
 
-// seriesOf collects the panel's metrics from records, in a stable order: Keys as listed, then
-// prefix matches sorted by name.
-func (p Panel) seriesOf(recs []rundir.Record) []Series {
+// evaluation reports whether a metric is an evaluation's.
+func evaluation(name string) bool { return strings.HasPrefix(name, "val/") }
+
+// names are the panel's metrics present in recs, in a stable order: Keys as listed, then prefix
+// matches sorted by name.
+func (p Panel) names(recs []rundir.Record) []string {
 	present := map[string]bool{}
 	for _, r := range recs {
 		for k := range r.Values {
@@ -64,7 +101,7 @@ func (p Panel) seriesOf(recs []rundir.Record) []Series {
 	}
 	var extra []string
 	for k := range present {
-		if taken[k] || slices.Contains(p.Exclude, k) {
+		if taken[k] || slices.Contains(p.Exclude, k) || !strings.HasSuffix(k, p.Suffix) {
 			continue
 		}
 		for _, pre := range p.Prefixes {
@@ -75,19 +112,29 @@ func (p Panel) seriesOf(recs []rundir.Record) []Series {
 		}
 	}
 	sort.Strings(extra)
-	names = append(names, extra...)
-	out := make([]Series, 0, len(names))
-	for _, n := range names {
-		s := Series{Name: n}
-		clipped := 0
+	return append(names, extra...)
+}
+
+// seriesOf collects the panel's series from recs (the records of its phase).
+func (p Panel) seriesOf(recs []rundir.Record) []Series {
+	var out []Series
+	for _, n := range p.names(recs) {
+		s := Series{Name: n, Marks: evaluation(n)}
+		clipped, nonzero := 0, false
 		for _, r := range recs {
-			if v, ok := r.Values[n]; ok {
-				if math.Abs(v) > drawLimit { // NaN cannot come from JSON
-					v, clipped = math.Copysign(drawLimit, v), clipped+1
-				}
-				s.Steps = append(s.Steps, float64(r.Step))
-				s.Value = append(s.Value, v)
+			v, ok := r.Values[n]
+			if !ok {
+				continue
 			}
+			if math.Abs(v) > drawLimit { // NaN cannot come from JSON
+				v, clipped = math.Copysign(drawLimit, v), clipped+1
+			}
+			nonzero = nonzero || v != 0
+			s.Steps = append(s.Steps, float64(r.Step))
+			s.Value = append(s.Value, v)
+		}
+		if p.OmitZero && !nonzero {
+			continue
 		}
 		if clipped > 0 {
 			s.Name = fmt.Sprintf("%s (%d clipped to ±%g)", n, clipped, drawLimit)

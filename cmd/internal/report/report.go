@@ -106,12 +106,8 @@ func WritePage(r *Run) (string, error) {
 	if len(r.Records) > 0 {
 		data.FirstStep, data.LastStep = r.Records[0].Step, r.Records[len(r.Records)-1].Step
 	}
-	for _, c := range charts {
-		svg, err := c.Render("svg")
-		if err != nil {
-			return "", fmt.Errorf("report: %s: %w", c.Panel.Title, err)
-		}
-		data.Charts = append(data.Charts, chartView{Title: c.Panel.Title, ID: slug(c.Panel.Title), SVG: inlineSVG(svg)})
+	if data.Views, err = views(r.Records, charts); err != nil {
+		return "", err
 	}
 	data.Samples, data.SampleSteps, data.SamplesLeftOut = pickSamples(r.Samples)
 	var buf bytes.Buffer
@@ -140,16 +136,52 @@ type page struct {
 	Steps                 int
 	FirstStep, LastStep   int
 	Config                string
-	Charts                []chartView
+	Views                 []phaseView
 	Summary               []summaryRow
 	Samples               []rundir.Sample
 	SampleSteps           []int
 	SamplesLeftOut        int
 }
 
+// phaseView is a phase's section of the page: its charts share one x-axis. The RL view is
+// shown; the warm-up's is folded, unless it is all there is.
+type phaseView struct {
+	Phase    Phase
+	Title    string
+	From, To int
+	Open     bool
+	Charts   []chartView
+}
+
 type chartView struct {
 	Title, ID string
+	X, Y      Range
+	Series    int
 	SVG       template.HTML
+}
+
+// views renders the charts into their phases' sections, RL first.
+func views(recs []rundir.Record, charts []Chart) ([]phaseView, error) {
+	titles := map[Phase]string{PhaseRL: "RL", PhaseWarmup: "Warm-up (SFT)"}
+	var out []phaseView
+	for i, v := range Views(recs) {
+		pv := phaseView{Phase: v.Phase, Title: titles[v.Phase], From: v.From, To: v.To, Open: i == 0}
+		for _, c := range charts {
+			if c.Panel.Phase != v.Phase {
+				continue
+			}
+			svg, err := c.Render("svg")
+			if err != nil {
+				return nil, fmt.Errorf("report: %s: %w", c.Panel.Title, err)
+			}
+			pv.Charts = append(pv.Charts, chartView{Title: c.Panel.Title, ID: slug(c.Panel.Title), X: c.X, Y: c.Y,
+				Series: len(c.Series), SVG: inlineSVG(svg)})
+		}
+		if len(pv.Charts) > 0 {
+			out = append(out, pv)
+		}
+	}
+	return out, nil
 }
 
 // summaryRow is one metric's first, last, min and max over the run.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +16,11 @@ import (
 	"github.com/mtgrpo/mtgrpo/env"
 )
 
-// syntheticRun writes a run directory as a trainer would: 40 steps of metrics with the verl/TRL
-// names, reward rising, and 3 trajectories every 10 steps, one holding markup that must come out
-// escaped.
+// syntheticRun writes a run directory as a trainer would: an evaluation before training (step
+// 0), 20 SFT warm-up steps (loss falling, a gradient-norm spike of 20 at step 3) evaluated at the
+// last, then 20 RL steps (steps 21-40) with verl/TRL names, the KL term off (actor/kl_loss 0),
+// the reward rising and an evaluation every 5 RL steps; 3 trajectories every 10 steps, one
+// holding markup that must come out escaped.
 func syntheticRun(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "synthetic-run")
@@ -26,23 +29,35 @@ func syntheticRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for step := 1; step <= 40; step++ {
+	for step := 0; step <= 40; step++ {
 		x := float64(step)
-		score := 1 / (1 + math.Exp(-(x-20)/5))
-		m := rundir.Metrics{
-			"critic/score/mean": score, "critic/score/max": math.Min(1, score+0.3), "reward/accuracy": score * 0.9,
-			"actor/kl_loss": 0.001 * x, "actor/entropy": 2 - x/40, "actor/pg_loss": -0.05 + 0.01*math.Sin(x),
-			"response_length/mean": 40 + x, "num_turns/mean": 1 + score*2, "tool_calls/mean": score * 1.5,
-			"perf/throughput": 900 + 10*x, "timing_s/gen": 2 + 0.01*x, "timing_s/update_actor": 1.5,
-			"timing_s/reward": 0.2, "timing_s/step": 3.7 + 0.01*x,
+		score := 1 / (1 + math.Exp(-(x-30)/3))
+		m := rundir.Metrics{}
+		switch {
+		case step == 0:
+		case step <= 20:
+			m["sft/loss"], m["actor/grad_norm"], m["timing_s/update_actor"] = 6-0.25*x, 2.0, 0.1
+			if step == 3 {
+				m["actor/grad_norm"] = 20
+			}
+		default:
+			for k, v := range map[string]float64{
+				"critic/score/mean": score, "critic/score/max": math.Min(1, score+0.3), "train/accuracy": score * 0.9,
+				"actor/kl_loss": 0, "actor/entropy": 2 - x/40, "actor/pg_loss": -0.05 + 0.01*math.Sin(x), "actor/grad_norm": 0.5,
+				"response_length/mean": 40 + x, "num_turns/mean": 1 + score*2, "tool_call_counts/mean": score * 1.5,
+				"train/num_valid_actions": score * 1.2, "perf/throughput": 900 + 10*x, "timing_s/gen": 2 + 0.01*x,
+				"timing_s/update_actor": 1.5, "timing_s/reward": 0.2, "timing_s/step": 3.7 + 0.01*x,
+			} {
+				m[k] = v
+			}
 		}
-		if step%10 == 0 {
-			m["val/accuracy"] = score
+		if step == 0 || step >= 20 && step%5 == 0 {
+			m["val/accuracy"], m["val/format"], m["val/score"] = score, math.Min(1, 2*score), score
 		}
 		if err := r.Step(step, m); err != nil {
 			t.Fatal(err)
 		}
-		if step%10 == 0 {
+		if step > 0 && step%10 == 0 {
 			var ss []rundir.Sample
 			for i := 0; i < 3; i++ {
 				ss = append(ss, rundir.Sample{Step: step, Index: i, Group: i / 2, Task: fmt.Sprint(step*10 + i), Answer: "42",
@@ -62,6 +77,131 @@ func syntheticRun(t *testing.T) string {
 	return dir
 }
 
+// The synthetic run's charts, RL's first then the warm-up's; KL (0 at every step) is left out.
+var (
+	rlCharts = []string{"reward", "accuracy", "entropy", "policy_loss", "gradient_norm", "lengths", "turns", "tool_calls",
+		"throughput", "time_per_phase"}
+	warmupCharts = []string{"warm_up_loss", "warm_up_gradient_norm", "warm_up_evaluation"}
+)
+
+// The warm-up and RL are drawn apart, each on one x-axis: RL's charts span steps 20 (the
+// evaluation after SFT) to 40, the warm-up's 0 to 20. Evaluations are markers, training steps
+// lines; rates sit on [0, 1]; the policy loss has its axis to itself; the RL gradient norm does
+// not carry the warm-up's spike; the KL panel, zero throughout, is left out.
+func TestChartsSplitPhases(t *testing.T) {
+	r, err := Load(syntheticRun(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := Views(r.Records)
+	if len(vs) != 2 || vs[0].Phase != PhaseRL || vs[0].From != 20 || vs[0].To != 40 ||
+		vs[1].Phase != PhaseWarmup || vs[1].From != 0 || vs[1].To != 20 {
+		t.Fatalf("views %+v", summarizeViews(vs))
+	}
+	charts, err := Charts(r.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTitle := map[string]Chart{}
+	var got []string
+	for _, c := range charts {
+		got = append(got, slug(c.Panel.Title))
+		byTitle[slug(c.Panel.Title)] = c
+		want := Range{20, 40}
+		if c.Panel.Phase == PhaseWarmup {
+			want = Range{0, 20}
+		}
+		if c.X != want {
+			t.Errorf("%s: x-axis %v, want %v", c.Panel.Title, c.X, want)
+		}
+	}
+	if want := append(append([]string{}, rlCharts...), warmupCharts...); !slices.Equal(got, want) {
+		t.Errorf("charts %v, want %v", got, want)
+	}
+	acc := byTitle["accuracy"]
+	if acc.Y != (Range{0, 1}) {
+		t.Errorf("accuracy axis %v, want [0, 1]", acc.Y)
+	}
+	for _, s := range acc.Series {
+		switch s.Name {
+		case "val/accuracy", "val/format":
+			if !s.Marks || !slices.Equal(s.Steps, []float64{20, 25, 30, 35, 40}) {
+				t.Errorf("%s: marks %v at %v, want markers at 20, 25, ..., 40", s.Name, s.Marks, s.Steps)
+			}
+		case "train/accuracy":
+			if s.Marks || len(s.Steps) != 20 || s.Steps[0] != 21 {
+				t.Errorf("%s: marks %v at %v, want a line over steps 21-40", s.Name, s.Marks, s.Steps)
+			}
+		default:
+			t.Errorf("accuracy draws %s", s.Name)
+		}
+	}
+	// pg_loss is -0.05 + 0.01·sin(step): its axis stays within ±0.07, with grad_norm elsewhere.
+	if pl := byTitle["policy_loss"]; len(pl.Series) != 1 || pl.Series[0].Name != "actor/pg_loss" || pl.Y.Min < -0.07 || pl.Y.Max > -0.03 {
+		t.Errorf("policy loss: %d series, axis %v", len(pl.Series), pl.Y)
+	}
+	// RL's gradient norm is 0.5 at every step: [0, 0.5 + 5%] = [0, 0.525]; the warm-up's peaks at
+	// the spike, [0, 20 + 5% of 20] = [0, 21].
+	if g := byTitle["gradient_norm"]; !near(g.Y, Range{0, 0.525}) || g.Series[0].Steps[0] != 21 {
+		t.Errorf("RL gradient norm: axis %v from step %v", g.Y, g.Series[0].Steps[0])
+	}
+	if g := byTitle["warm_up_gradient_norm"]; !near(g.Y, Range{0, 21}) || len(g.Series[0].Steps) != 20 {
+		t.Errorf("warm-up gradient norm: axis %v over %d steps", g.Y, len(g.Series[0].Steps))
+	}
+	if ev := byTitle["warm_up_evaluation"]; ev.Y != (Range{0, 1}) || !ev.Series[0].Marks || !slices.Equal(ev.Series[0].Steps, []float64{0, 20}) {
+		t.Errorf("warm-up evaluation: axis %v, series %+v", ev.Y, ev.Series)
+	}
+	// The stacked times per RL step sum to 2 + 0.01·step + 1.5 + 0.2, at most 4.1 at step 40.
+	if tp := byTitle["time_per_phase"]; !near(tp.Y, Range{0, 4.1 * 1.05}) {
+		t.Errorf("time per phase axis %v, want [0, 4.305]", tp.Y)
+	}
+}
+
+func summarizeViews(vs []View) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%s %d-%d (%d records)", v.Phase, v.From, v.To, len(v.Records)))
+	}
+	return out
+}
+
+func near(a, b Range) bool { return math.Abs(a.Min-b.Min) < 1e-9 && math.Abs(a.Max-b.Max) < 1e-9 }
+
+// A run without a warm-up is one RL view from its first step; a rate outside [0, 1] widens its
+// axis to the data; a quantity switched off (0 throughout) is left out, one that is not is drawn.
+func TestChartsWithoutWarmup(t *testing.T) {
+	recs := []rundir.Record{
+		{Step: 0, Values: rundir.Metrics{"val/accuracy": 0.2}},
+		{Step: 1, Values: rundir.Metrics{"train/accuracy": 0.5, "actor/kl_loss": 0, "actor/pg_clipfrac": 0, "actor/entropy": 1}},
+		{Step: 2, Values: rundir.Metrics{"train/accuracy": 1.2, "actor/kl_loss": 0.01, "actor/pg_clipfrac": 0, "actor/entropy": 1}},
+	}
+	vs := Views(recs)
+	if len(vs) != 1 || vs[0].Phase != PhaseRL || vs[0].From != 0 || vs[0].To != 2 {
+		t.Fatalf("views %v", summarizeViews(vs))
+	}
+	charts, err := Charts(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range charts {
+		got = append(got, c.Panel.Title)
+		switch c.Panel.Title {
+		case "Accuracy": // [0, 1.2] padded by 5% of 1.2 on each side
+			if !near(c.Y, Range{-0.06, 1.26}) {
+				t.Errorf("accuracy axis %v, want [-0.06, 1.26]", c.Y)
+			}
+		case "Entropy": // flat at 1: ±10%
+			if !near(c.Y, Range{0.9, 1.1}) {
+				t.Errorf("entropy axis %v, want [0.9, 1.1]", c.Y)
+			}
+		}
+	}
+	if want := []string{"Accuracy", "KL to the reference", "Entropy"}; !slices.Equal(got, want) {
+		t.Errorf("charts %v, want %v (no clip fraction: 0 throughout)", got, want)
+	}
+}
+
 func TestPageContents(t *testing.T) {
 	dir := syntheticRun(t)
 	r, err := Load(dir)
@@ -74,13 +214,26 @@ func TestPageContents(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	page := string(b)
-	for _, id := range []string{"reward", "accuracy", "kl", "entropy", "policy_loss", "lengths", "turns", "tool_calls", "throughput", "time_per_phase"} {
+	for _, id := range append(append([]string{}, rlCharts...), warmupCharts...) {
 		if !strings.Contains(page, `id="chart-`+id+`"`) {
 			t.Errorf("no %s chart", id)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 10 {
-		t.Errorf("%d inline drawings, want 10", n)
+	if strings.Contains(page, `id="chart-kl`) {
+		t.Error("a KL chart for a run without KL")
+	}
+	// RL is the view shown; the warm-up is folded below it.
+	for _, want := range []string{`<details class="view" id="view-rl" open>`, `<details class="view" id="view-warmup">`,
+		`id="chart-accuracy" data-x="20 40" data-y="0 1"`, `id="chart-warm_up_loss" data-x="0 20"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Index(page, `id="view-rl"`) > strings.Index(page, `id="view-warmup"`) {
+		t.Error("the warm-up comes before RL")
+	}
+	if n := strings.Count(page, "<svg"); n != 13 {
+		t.Errorf("%d inline drawings, want 13", n)
 	}
 	if n := strings.Count(page, `<details class="sample"`); n != 12 {
 		t.Errorf("%d trajectories, want 12", n)
@@ -108,8 +261,8 @@ func TestPNGs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 10 {
-		t.Fatalf("%d PNGs, want 10", len(paths))
+	if len(paths) != 13 {
+		t.Fatalf("%d PNGs, want 13", len(paths))
 	}
 	f, _ := os.Open(filepath.Join(r.Dir, PlotsDir, "time_per_phase.png"))
 	defer f.Close()
