@@ -44,7 +44,7 @@ func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error 
 	ev := j.log.Info().Int("step", j.st.Step).Int("tasks", len(j.data.val))
 	for _, k := range []string{grpo.ValScore, grpo.ValFormat, grpo.ValAccuracy, grpo.ValAccuracyStrict, grpo.ValPass1} {
 		if v, ok := val[k]; ok {
-			ev = ev.Float64(k, v)
+			ev = rundir.Field(ev, k, v)
 		}
 	}
 	if label == "" {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
@@ -49,11 +51,21 @@ func (r *Run) Step(step int, m Metrics) error {
 	ev := r.Log.Info().Int("step", step)
 	for _, k := range headline {
 		if v, ok := m[k]; ok {
-			ev = ev.Float64(k, v)
+			ev = Field(ev, k, v)
 		}
 	}
 	ev.Msg("step: " + strconv.Itoa(step))
 	return nil
+}
+
+// Field adds a metric to a log line at 5 significant digits, as a JSON number (0.52912, not
+// 0.5291234016418457; 6.25e-06): metrics.jsonl and TensorBoard keep every digit, a log line is
+// read by people. Non-finite values are written as zerolog writes them (the strings "NaN", "+Inf").
+func Field(ev *zerolog.Event, name string, v float64) *zerolog.Event {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ev.Float64(name, v)
+	}
+	return ev.RawJSON(name, strconv.AppendFloat(nil, v, 'g', 5, 64))
 }
 
 // encodeRecord makes the JSON line {"step": n, name: value, ...} with names sorted; non-finite

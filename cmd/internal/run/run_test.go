@@ -22,7 +22,8 @@ func TestStepWritesMetricsLogAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for step := 1; step <= 3; step++ {
-		m := Metrics{"critic/score/mean": 0.5 * float64(step), "actor/pg_loss": -0.1, "extra/value": 7}
+		m := Metrics{"critic/score/mean": 0.5 * float64(step), "actor/pg_loss": -0.1, "extra/value": 7,
+			"actor/entropy": 1.7406576170143506, "actor/grad_norm": 6.25e-6, "perf/throughput": 5902.315238287982}
 		if step == 2 {
 			m["actor/entropy"] = math.NaN()
 		}
@@ -35,7 +36,8 @@ func TestStepWritesMetricsLogAndEvents(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 3 || lines[0] != `{"step":1,"actor/pg_loss":-0.1,"critic/score/mean":0.5,"extra/value":7}` {
+	if len(lines) != 3 || lines[0] != `{"step":1,"actor/entropy":1.7406576170143506,"actor/grad_norm":6.25e-06,"actor/pg_loss":-0.1,`+
+		`"critic/score/mean":0.5,"extra/value":7,"perf/throughput":5902.315238287982}` {
 		t.Errorf("metrics.jsonl:\n%s", b)
 	}
 	recs, err := ReadMetrics(dir)
@@ -60,6 +62,16 @@ func TestStepWritesMetricsLogAndEvents(t *testing.T) {
 	if len(steps) != 3 || !strings.Contains(steps[0], "step: 1") || !strings.Contains(steps[0], "critic/score/mean=0.5") ||
 		strings.Contains(steps[0], "extra/value") {
 		t.Errorf("step lines %q", steps)
+	}
+	// Log lines carry 5 significant digits (metrics.jsonl every digit): 1.7406576... is 1.7407,
+	// 5902.3152... is 5902.3; step 2's NaN entropy is written as zerolog writes it.
+	for _, want := range []string{"actor/entropy=1.7407 ", "actor/grad_norm=6.25e-06 ", "perf/throughput=5902.3"} {
+		if len(steps) != 3 || !strings.Contains(steps[0]+" ", want) {
+			t.Errorf("step line %q lacks %q", steps[0], want)
+		}
+	}
+	if len(steps) != 3 || !strings.Contains(steps[1], "actor/entropy=NaN") {
+		t.Errorf("step 2's NaN entropy: %q", steps)
 	}
 	if !strings.Contains(string(logText), "non-finite") {
 		t.Error("no warning about the NaN metric")
