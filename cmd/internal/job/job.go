@@ -78,7 +78,7 @@ type job struct {
 	// none; cleared once restored, so a later phase starts fresh).
 	restorePhase      string
 	sftSteps, rlSteps int
-	bar               *progress.Bar
+	steps             *progress.Steps // the step bar: phase, step, time left
 	start             time.Time
 }
 

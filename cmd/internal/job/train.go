@@ -7,7 +7,6 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/rollout"
@@ -49,10 +48,8 @@ func Train(ctx context.Context, o Options) (err error) {
 	if err := j.open(ctx); err != nil {
 		return err
 	}
-	total := j.sftSteps + j.rlSteps
-	j.bar = o.Bars.Bar("train", int64(total), progress.Count)
-	j.bar.Add(int64(min(j.st.Step, total)))
-	defer j.bar.Done()
+	j.steps = o.Bars.Steps()
+	defer j.steps.Done()
 	if j.st.Step == 0 && j.cfg.Eval.Before {
 		if err := j.evalOnly(ctx, 0, "before training"); err != nil {
 			return err
@@ -91,6 +88,7 @@ func (j *job) sft(ctx context.Context) error {
 		return fmt.Errorf("sft (sft.steps %d): %w", j.sftSteps, err)
 	}
 	j.log.Info().Int("demonstrations", len(demos)).Int("of_tasks", n).Msg("sft: demonstrations played")
+	j.steps.Phase("sft", 0, j.sftSteps, j.st.Step)
 	for j.st.Step < j.sftSteps {
 		k := j.st.Step // the k-th SFT step takes the next Batch demonstrations, cycling
 		batch := make([]*rollout.Trajectory, j.cfg.SFT.Batch)
@@ -148,6 +146,7 @@ func (j *job) rl(ctx context.Context) error {
 	if err := j.restoreInto(tr, phaseRL); err != nil {
 		return err
 	}
+	j.steps.Phase("rl", j.sftSteps, j.rlSteps, j.st.Step-j.sftSteps)
 	for j.st.Step < total {
 		step := j.st.Step + 1
 		j.gen.Begin(fmt.Sprintf("step %d rollout", step))
@@ -194,7 +193,7 @@ func (j *job) keepFailed(step int, trajs []*rollout.Trajectory) {
 // trajectories.
 func (j *job) record(m grpo.Metrics, trajs []*rollout.Trajectory) error {
 	step := j.st.Step
-	j.bar.Add(1)
+	j.steps.Step()
 	if !j.main() {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
@@ -144,4 +145,49 @@ func TestPhasesCountPerPhase(t *testing.T) {
 		t.Errorf("bars off: %d results, want 2", n)
 	}
 	off.End()
+}
+
+// A run's step bar shows each phase in turn with the run's step numbers and a time left; a
+// resumed phase starts where it was; off a terminal it is nil and does nothing.
+func TestStepsPhases(t *testing.T) {
+	var out bytes.Buffer
+	b := newOn(&out, 100)
+	s := b.Steps()
+	s.Phase("sft", 0, 3, 1) // resumed after step 1
+	s.Step()
+	s.Step()
+	s.Phase("rl", 3, 2, 0)
+	s.Step()
+	if got := s.bar.Current(); got != 1 {
+		t.Errorf("rl bar at %d, want 1", got)
+	}
+	s.Step()
+	s.Done()
+	b.Wait()
+	got := out.String()
+	for _, want := range []string{"sft", "step 3 / 3", "rl", "step 5 / 5", "ETA"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q: %q", want, got)
+		}
+	}
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	defer w.Close()
+	// The time left is the mean step time so far times the steps left: (1 s + 3 s)/2 × 5 = 10 s.
+	p := &pace{}
+	if got := p.left(5); got != "ETA -" {
+		t.Errorf("before a step: %q", got)
+	}
+	p.add(time.Second)
+	p.add(3 * time.Second)
+	if got := p.left(5); got != "ETA 10s" {
+		t.Errorf("time left %q, want ETA 10s", got)
+	}
+	off := New(w).Steps()
+	if off != nil {
+		t.Fatal("a step bar off a terminal")
+	}
+	off.Phase("rl", 0, 3, 0)
+	off.Step()
+	off.Done()
 }
