@@ -76,6 +76,7 @@ func draw1(p Panel, ss []Series, v View) (Chart, error) {
 	pl.Title.Text = p.Title
 	pl.X.Label.Text = "step"
 	pl.Y.Label.Text = p.Unit
+	pl.Y.Tick.Marker = niceTicks{}
 	pl.Add(plotter.NewGrid())
 	if p.Stacked {
 		if err := c.stack(); err != nil {
