@@ -168,7 +168,7 @@ func readStep(dir string) (int, error) {
 	return m.Step, err
 }
 
-// printMetrics prints the val/ metrics sorted, one per line.
+// printMetrics prints the val/ metrics sorted, one per line, at 5 significant digits as the log does.
 func printMetrics(m grpo.Metrics) {
 	names := m.Names() // sorted
 	w := 0
@@ -176,7 +176,7 @@ func printMetrics(m grpo.Metrics) {
 		w = max(w, len(n))
 	}
 	for _, n := range names {
-		fmt.Printf("%-*s %.6g\n", w, n, m[n])
+		fmt.Printf("%-*s %.5g\n", w, n, m[n])
 	}
 }
 
