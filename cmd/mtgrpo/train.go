@@ -43,7 +43,7 @@ func train(args []string) error {
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
 	nproc := fs.Int("nproc", defaultNproc(), "data-parallel processes on this host, as torchrun --nproc-per-node N starts\n(default: $N_GPUS, or the length of the $GPUS list, or 1; docs/distributed.md)")
 	threadSpec := threadsFlag(fs)
-	if err := trainCommand.parse(fs, args); err != nil {
+	if err := rf.parse(trainCommand, args); err != nil {
 		return err
 	}
 	if err := atLeast("train", intFlag{"nproc", *nproc, 1}); err != nil {
@@ -81,6 +81,7 @@ func resolveRun(src config.Sources, resume string) (*config.Config, string, erro
 		if err != nil {
 			return nil, "", configError("train", err)
 		}
+		warnConfig("train", c)
 		return c, "", nil
 	}
 	pre, err := config.ResolveUnchecked(src)
@@ -103,6 +104,7 @@ func resolveRun(src config.Sources, resume string) (*config.Config, string, erro
 	if err != nil {
 		return nil, "", configError("train", err)
 	}
+	warnConfig("train", c)
 	return c, ck, nil
 }
 
