@@ -55,6 +55,7 @@ func demo(args []string) error {
 		return err
 	}
 	if *printOnly {
+		warnConfig("demo", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
 	if *resume == "" {

@@ -64,6 +64,7 @@ func train(args []string) error {
 		return err
 	}
 	if *printOnly {
+		warnConfig("train", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
 	if err := outsideCheckpoints(cfg.RunDir); err != nil {
@@ -81,7 +82,6 @@ func resolveRun(src config.Sources, resume string) (*config.Config, string, erro
 		if err != nil {
 			return nil, "", configError("train", err)
 		}
-		warnConfig("train", c)
 		return c, "", nil
 	}
 	pre, err := config.ResolveUnchecked(src)
@@ -104,7 +104,6 @@ func resolveRun(src config.Sources, resume string) (*config.Config, string, erro
 	if err != nil {
 		return nil, "", configError("train", err)
 	}
-	warnConfig("train", c)
 	return c, ck, nil
 }
 

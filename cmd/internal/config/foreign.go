@@ -80,9 +80,10 @@ type foreignRow struct {
 	family *Family
 }
 
-// lookupForeign finds the row for path: its own, or a prefix row above it.
+// lookupForeign finds the row for path: its own (a prefix row stands for its whole section), or
+// a prefix row above it.
 func lookupForeign(path string) (foreignRow, bool) {
-	if r, ok := foreignIndex()[path]; ok && !r.prefixRow() {
+	if r, ok := foreignIndex()[path]; ok {
 		return r, true
 	}
 	for p := path; ; {
