@@ -22,7 +22,7 @@ func TestForeignCommandLine(t *testing.T) {
 	rf := newRunFlags(fs, commonKeys)
 	err := rf.parse(trainCommand, []string{"--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
 		"--train_cfgs.multi_turn", "false", "--actor_rollout_ref.rollout.temperature=0.5",
-		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`})
+		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestForeignCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Rollout.Group != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 1 || c.Rollout.Temperature != 0.5 ||
-		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" {
+		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 {
 		t.Errorf("group %d tasks %d turns %d temperature %v epochs %d train %q model %q", c.Rollout.Group, c.Rollout.Tasks,
 			c.Rollout.MaxTurns, c.Rollout.Temperature, c.Train.Epochs, c.Data.Train, c.Model)
 	}

@@ -70,7 +70,8 @@ func (r *runFlags) parse(c command, args []string) error {
 	return c.parse(r.fs, rest)
 }
 
-// takeForeign takes the flags that are configuration keys out of args.
+// takeForeign takes the flags that are configuration keys out of args: --section.key VALUE for
+// any key, and align-anything's flags without their section (--actor_model_name_or_path).
 func (r *runFlags) takeForeign(args []string) ([]string, error) {
 	var rest []string
 	for i := 0; i < len(args); i++ {
@@ -82,6 +83,9 @@ func (r *runFlags) takeForeign(args []string) ([]string, error) {
 		hydra := map[string]*string{"config-path": &r.hydraPath, "cp": &r.hydraPath, "config-name": &r.hydraName, "cn": &r.hydraName}
 		dst, isHydra := hydra[name]
 		dotted := strings.HasPrefix(a, "--") && strings.Contains(name, ".")
+		if flat, ok := config.FlatFlagKey(name); ok && strings.HasPrefix(a, "--") && r.fs.Lookup(name) == nil {
+			name, dotted = flat, true // align-anything's flag without its section
+		}
 		if !strings.HasPrefix(a, "-") || !isHydra && !dotted {
 			rest = append(rest, a)
 			continue

@@ -209,3 +209,19 @@ func init() {
 	verlFamily.Derive = deriveVerl
 	trlFamily.Derive = deriveTRL
 }
+
+// FlatFlagKey is the key an align-anything flag without its section names
+// (--actor_model_name_or_path for model_cfgs.actor_model_name_or_path), as that project's
+// scripts write them: the one key of its family whose last part is name.
+func FlatFlagKey(name string) (string, bool) {
+	found := ""
+	for _, k := range alignAnythingFamily.Keys {
+		if k.Key == name || strings.HasSuffix(k.Key, "."+name) {
+			if found != "" {
+				return "", false
+			}
+			found = k.Key
+		}
+	}
+	return found, found != ""
+}

@@ -51,8 +51,8 @@ var seedFamily = Family{
 var alignAnythingFamily = Family{
 	Name:  "align-anything",
 	Title: "align-anything multi-turn PPO",
-	Doc: "align-anything's multi-turn PPO (after RAGEN), in its YAML sections or as its `--train_cfgs.multi_turn true` " +
-		"flags. Its trainer is PPO with a critic: a configuration with any of these keys trains with " +
+	Doc: "align-anything's multi-turn PPO (after RAGEN), in its YAML sections or as its flags: `--train_cfgs.multi_turn true`, " +
+		"or without the section where the name is unique and no flag of mtgrpo's own has it (`--actor_model_name_or_path DIR`). Its trainer is PPO with a critic: a configuration with any of these keys trains with " +
 		"`advantage.estimator: gae` unless the estimator is set (by `algorithm.adv_estimator` or natively), and " +
 		"`bi_level_gae: true` selects bi-level GAE.",
 	Implies: []Implied{{Native: "advantage.estimator", Value: "gae", Why: "align-anything's trainer is PPO with a critic"}},
