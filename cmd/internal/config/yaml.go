@@ -33,8 +33,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// decoder writes YAML values into a Config strictly: every key must name a field (or a seed key,
-// seed.go), every value must fit its field, and each key's origin is recorded.
+// decoder writes YAML values into a Config strictly: every key must name a field (or a foreign key,
+// foreign.go), every value must fit its field, and each key's origin is recorded.
 type decoder struct {
 	c    *Config
 	file string // file name for positions; "" for values given elsewhere
