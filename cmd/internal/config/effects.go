@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
@@ -134,15 +135,19 @@ func (c *Config) CheckRows(path string, rows []data.Row) error {
 		if r.DataSource == "" || belongs(r.DataSource, want) {
 			continue
 		}
-		fix := "env.name data (the rows' own prompts and rubric)"
+		var names []string
 		for name, srcs := range envSources {
 			if belongs(r.DataSource, srcs) {
-				fix = "env.name " + name + ", or " + fix
-				break
+				names = append(names, name)
 			}
 		}
+		sort.Strings(names)
+		fix := "env.name data (the rows' own prompts and rubric)"
+		if len(names) > 0 {
+			fix = "env.name " + strings.Join(names, " or ") + ", or " + fix
+		}
 		return &Error{Where: c.Origin(key), Key: key, Err: fmt.Errorf(
-			"%s row %d has data_source %q: not a task of environment %s (%s, its data_source %s); set %s",
+			"%s row %d has data_source %q: not a task of environment %s (env.name from %s; its rows' data_source: %s); set %s",
 			path, i+1, r.DataSource, c.Env.Name, c.Origin("env.name"), strings.Join(want, ", "), fix)}
 	}
 	return nil
