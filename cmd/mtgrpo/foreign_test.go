@@ -22,7 +22,7 @@ func TestForeignCommandLine(t *testing.T) {
 	rf := newRunFlags(fs, commonKeys)
 	err := rf.parse(trainCommand, []string{"--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
 		"--train_cfgs.multi_turn", "false", "--actor_rollout_ref.rollout.temperature=0.5",
-		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5"})
+		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5", "--learning_rate", "2e-6", "--bf16", "max_turns=4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +35,13 @@ func TestForeignCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rollout.Group != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 1 || c.Rollout.Temperature != 0.5 ||
-		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 {
+	if c.Rollout.Group != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 4 || c.Rollout.Temperature != 0.5 ||
+		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 ||
+		c.Optim.LR != 2e-6 || c.DType != "bfloat16" {
 		t.Errorf("group %d tasks %d turns %d temperature %v epochs %d train %q model %q", c.Rollout.Group, c.Rollout.Tasks,
 			c.Rollout.MaxTurns, c.Rollout.Temperature, c.Train.Epochs, c.Data.Train, c.Model)
 	}
-	if got := c.Origin("rollout.max_turns"); got != "--train_cfgs.multi_turn" {
+	if got := c.Origin("optim.lr"); got != "--learning_rate" {
 		t.Errorf("origin %q", got)
 	}
 	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "hydra (verl) has no effect here") {

@@ -71,7 +71,9 @@ func (r *runFlags) parse(c command, args []string) error {
 }
 
 // takeForeign takes the flags that are configuration keys out of args: --section.key VALUE for
-// any key, and align-anything's flags without their section (--actor_model_name_or_path).
+// any key, and the foreign flags without a section (TRL's --learning_rate 1e-6, align-anything's
+// --actor_model_name_or_path DIR) that are not mtgrpo's own. A flag followed by another flag or a
+// key=value setting is a switch (--bf16).
 func (r *runFlags) takeForeign(args []string) ([]string, error) {
 	var rest []string
 	for i := 0; i < len(args); i++ {
@@ -91,7 +93,7 @@ func (r *runFlags) takeForeign(args []string) ([]string, error) {
 			continue
 		}
 		if !hasValue {
-			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "--") || !isHydra && strings.Contains(args[i+1], "=") {
 				if isHydra {
 					return nil, fmt.Errorf("%s: want a value", a)
 				}

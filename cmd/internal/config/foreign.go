@@ -210,13 +210,17 @@ func init() {
 	trlFamily.Derive = deriveTRL
 }
 
-// FlatFlagKey is the key an align-anything flag without its section names
-// (--actor_model_name_or_path for model_cfgs.actor_model_name_or_path), as that project's
-// scripts write them: the one key of its family whose last part is name.
+// FlatFlagKey is the foreign key a flag without a section names: a top-level key (TRL's fields as
+// HfArgumentParser takes them, --learning_rate 1e-6; MT-GRPO's --max_turns 2), or the one key of
+// align-anything's family whose last part is name, as that project's scripts write them
+// (--actor_model_name_or_path for model_cfgs.actor_model_name_or_path).
 func FlatFlagKey(name string) (string, bool) {
+	if r, ok := foreignIndex()[name]; ok && !r.prefixRow() {
+		return name, true
+	}
 	found := ""
 	for _, k := range alignAnythingFamily.Keys {
-		if k.Key == name || strings.HasSuffix(k.Key, "."+name) {
+		if strings.HasSuffix(k.Key, "."+name) {
 			if found != "" {
 				return "", false
 			}

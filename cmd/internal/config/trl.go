@@ -11,7 +11,7 @@ var trlFamily = Family{
 	Name:  "TRL",
 	Title: "TRL GRPOConfig and verifiers",
 	Doc: "TRL's `GRPOConfig` fields (and the `TrainingArguments` it inherits), with verifiers' additions, as top-level " +
-		"keys. Batch sizes count completions, as in TRL: a step's prompts are `per_device_train_batch_size` × " +
+		"keys, `key=value` arguments or flags as HfArgumentParser takes them (`--learning_rate 1e-6`, `--bf16`). Batch sizes count completions, as in TRL: a step's prompts are `per_device_train_batch_size` × " +
 		"`gradient_accumulation_steps` / `num_generations` (must divide). verifiers' `max_turns` is the MT-GRPO " +
 		"family's key of the same name.",
 	Keys: []ForeignKey{
