@@ -126,6 +126,8 @@ var verlFamily = Family{
 		{Key: "critic.ppo_micro_batch_size_per_gpu", Ignore: "micro-batches are sized by tokens (update.micro_tokens)"},
 		{Key: "critic.ppo_epochs", Ignore: "the critic updates with the policy's epochs (update.epochs)"},
 		{Key: "critic.strategy", Ignore: "no FSDP/Megatron: data parallelism is dist.* and --nproc"},
+		{Key: "reward_model.reward_manager", Value: only("rewards are the environment's rubric per trajectory, as verl's naive manager "+
+			"(DAPO's overlong penalty is dapo.overlong_len)", "naive")},
 		{Key: "reward_model.enable", Value: only("rewards come from the environment's rubric or reward_computation (docs/rewards.md)", "false")},
 		{Key: "custom_reward_function.path", Refuse: "an external reward function is a reward_computation section of type command or http (docs/rewards.md)"},
 		{Key: "custom_reward_function.name", Refuse: "an external reward function is a reward_computation section of type command or http (docs/rewards.md)"},
