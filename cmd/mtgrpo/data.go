@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/data"
 )
@@ -45,7 +46,8 @@ func dataCmd(args []string) error {
 
 func dataGen(args []string) error {
 	fs := dataGenCommand.flags()
-	task := fs.String("task", "", "task generator ("+strings.Join(env.GeneratorNames(), ", ")+"; required)")
+	task := fs.String("task", "", "task generator ("+strings.Join(env.GeneratorNames(), ", ")+"; the MT-GRPO scripts' names "+
+		"such as gsm8k_code name theirs; required)")
 	n := fs.Int("n", 1000, "rows to write (at least 1)")
 	seed := fs.Int64("seed", 0, "generator seed")
 	out := fs.String("out", "", "output file: .parquet or .jsonl (required)")
@@ -54,6 +56,9 @@ func dataGen(args []string) error {
 	}
 	if *task == "" || *out == "" {
 		return usagef("data gen: --task and --out are required")
+	}
+	if name, ok := config.MTGRPOTasks[*task]; ok && !slices.Contains(env.GeneratorNames(), *task) {
+		*task = name // the MT-GRPO scripts' task name of the environment's generator
 	}
 	if !slices.Contains(env.GeneratorNames(), *task) {
 		return usagef("data gen: --task %q: unknown generator (%s)", *task, strings.Join(env.GeneratorNames(), ", "))

@@ -39,7 +39,7 @@ func demo(args []string) error {
 	fs.Lookup("resume").NoOptDefVal = "latest"
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
 	threadSpec := threadsFlag(fs)
-	if err := demoCommand.parse(fs, args); err != nil {
+	if err := rf.parse(demoCommand, args); err != nil {
 		return err
 	}
 	src, err := rf.sources("demo")
@@ -55,6 +55,7 @@ func demo(args []string) error {
 		return err
 	}
 	if *printOnly {
+		warnConfig("demo", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
 	if *resume == "" {

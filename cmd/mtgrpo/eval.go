@@ -57,7 +57,7 @@ func evalCmd(args []string) error {
 	out := fs.String("out", "", "write eval.json and the trajectories (samples.txt, samples.jsonl) here")
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
 	threadSpec := threadsFlag(fs)
-	if err := evalCommand.parse(fs, args); err != nil {
+	if err := rf.parse(evalCommand, args); err != nil {
 		return err
 	}
 	src, err := rf.sources("eval")
@@ -84,6 +84,7 @@ func evalCmd(args []string) error {
 	if err != nil {
 		return configError("eval", err)
 	}
+	warnConfig("eval", cfg)
 	if modelDir == "" || fs.Lookup("model").Changed {
 		modelDir = cfg.Model
 	}

@@ -26,6 +26,8 @@ var trainCommand = command{
 		"mtgrpo train --model models/qwen --config configs/multiturn_grpo_trainer.yaml --run-dir runs/x",
 		"mtgrpo train --model models/qwen --preset math --data train.parquet --val-data test.parquet --lr 1e-6",
 		"mtgrpo train --config configs/mt_grpo.yaml algorithm.adv_estimator=mt_grpo rollout.temperature=0.7",
+		"mtgrpo train --model models/qwen data.train_files=\"['train.parquet']\" actor_rollout_ref.rollout.n=8   # verl's keys",
+		"mtgrpo train --model models/qwen --config-path conf --config-name ppo_multiturn   # verl's Hydra files",
 		"mtgrpo train --resume --run-dir runs/x             # continue from the newest checkpoint",
 		"mtgrpo train --resume=runs/x/checkpoints/step-00000040 train.steps=80",
 		"mtgrpo train --config configs/ppo_multi_turn.yaml --model models/qwen --print-config",
@@ -43,7 +45,7 @@ func train(args []string) error {
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
 	nproc := fs.Int("nproc", defaultNproc(), "data-parallel processes on this host, as torchrun --nproc-per-node N starts\n(default: $N_GPUS, or the length of the $GPUS list, or 1; docs/distributed.md)")
 	threadSpec := threadsFlag(fs)
-	if err := trainCommand.parse(fs, args); err != nil {
+	if err := rf.parse(trainCommand, args); err != nil {
 		return err
 	}
 	if err := atLeast("train", intFlag{"nproc", *nproc, 1}); err != nil {
@@ -64,6 +66,7 @@ func train(args []string) error {
 		return err
 	}
 	if *printOnly {
+		warnConfig("train", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
 	if err := outsideCheckpoints(cfg.RunDir); err != nil {

@@ -56,6 +56,12 @@ type Config struct {
 	// origin records where each key was last set ("configs/x.yaml:12", "$LR", "--set"), for
 	// errors found after merging.
 	origin map[string]string
+	// warnings are the keys accepted without effect (Warnings); given holds the foreign keys
+	// that are combined once every source is read (Family.Derive).
+	warnings []string
+	given    given
+	// layouts records where each foreign family's first key was given (Family.Implies).
+	layouts map[string]string
 }
 
 // DistConfig is data-parallel training's settings (docs/distributed.md); they apply when the

@@ -121,14 +121,14 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{"rollout:\n  taskz: 3\n", []string{":2:", "unknown key rollout.taskz under rollout", "did you mean rollout.tasks?"}},
 		{"rollout:\n  tasks: many\n", []string{":2:", "rollout.tasks", `want an integer, got "many"`}},
 		{"optim:\n  lr: [1, 2]\n", []string{":2:", "optim.lr", "want a number, got a list"}},
-		{"trainer: {}\n", []string{":1:", "unknown key trainer at the top level"}},
+		{"nonsense: {}\n", []string{":1:", "unknown key nonsense at the top level"}},
 		{"advantage:\n  estimator: ppo2\n", []string{":2:", "advantage.estimator", `unknown advantage estimator "ppo2"`}},
 		{"rollout:\n  tasks: 2\n  tasks: 3\n", []string{":3:", "rollout.tasks", "given twice (first at line 2)"}},
 		{"env:\n  tool_time: 5\n", []string{":2:", "env.tool_time", "want a duration such as 30s"}},
 		{"rollout: 5\n", []string{":1:", "rollout", "want a mapping of tasks, group"}},
 		{"- a\n- b\n", []string{":1:", "the top level must be a mapping"}},
 		{"rollout:\n  tasks: [\n", []string{"c.yaml", "did not find expected node content"}},
-		{"algorithm:\n  adv_estimator: grpo\n  bogus: 1\n", []string{":3:", "unknown key algorithm.bogus", "seed keys under algorithm: adv_estimator"}},
+		{"algorithm:\n  adv_estimator: grpo\n  bogus: 1\n", []string{":3:", "unknown key algorithm.bogus", "keys under algorithm: adv_estimator"}},
 		{"algorithm:\n  multiturn_grpo:\n    n_trajectories_per_question: x\n", []string{":3:", "algorithm.multiturn_grpo.n_trajectories_per_question (rollout.group)", "want an integer"}},
 		{"multiturn_trajectory:\n  context_condenser:\n    type: fancy\n", []string{":3:", `unknown condenser "fancy"`}},
 		{"reward_computation:\n  type: grpo\n  url: http://x\n", []string{":3:", "unknown key reward_computation.url", "type: command or type: http"}},
@@ -170,74 +170,6 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 	if _, err := Resolve(Sources{Files: []string{"/nonexistent/x.yaml"}, LookupEnv: noEnv, Overrides: withModel}); err == nil ||
 		!strings.Contains(err.Error(), "/nonexistent/x.yaml") {
 		t.Errorf("missing file: %v", err)
-	}
-}
-
-// Every seed key sets its native key: the value given in the seed layout is read back from the
-// native field, translated where the table says so.
-func TestSeedKeys(t *testing.T) {
-	values := map[string]struct{ in, want string }{
-		"multiturn_trajectory.context_condenser.type":       {"simple", "last_n"},
-		"reward_computation.type":                           {"grpo", "inverse"},
-		"reward_computation.domain":                         {"coding", "code"},
-		"env_cfgs.env_name":                                 {"FrozenLake", "frozenlake"},
-		"train_cfgs.multi_turn":                             {"false", "1"},
-		"algorithm.adv_estimator":                           {"gae", "gae"},
-		"train_cfgs.bi_level_gae":                           {"true", "true"},
-		"algorithm.norm_adv_by_std_in_grpo":                 {"false", "false"},
-		"norm_adv_by_std_in_grpo":                           {"false", "false"},
-		"trajectory_profiling.enable":                       {"true", "true"},
-		"trajectory_profiling.profile_reward_computation":   {"true", "true"},
-		"trajectory_profiling.profile_context_condensation": {"true", "true"},
-		"reward_computation.ground_truth_file":              {"answers.jsonl", "answers.jsonl"},
-		"algorithm.gamma":                                   {"0.5", "0.5"}, "algorithm.lam": {"0.5", "0.5"}, "train_cfgs.gamma": {"0.5", "0.5"},
-		"train_cfgs.gae_lambda": {"0.5", "0.5"}, "train_cfgs.high_level_gamma": {"0.5", "0.5"},
-		"advantage_epsilon": {"0.0001", "0.0001"}, "turn_advantage_coef": {"0.5", "0.5"},
-	}
-	for _, sk := range SeedKeys {
-		if sk.Native == "" {
-			continue
-		}
-		v, ok := values[sk.Seed]
-		if !ok {
-			v = struct{ in, want string }{"7", "7"}
-		}
-		// Nest the dotted seed key into YAML.
-		parts := strings.Split(sk.Seed, ".")
-		var b strings.Builder
-		for i, p := range parts {
-			b.WriteString(strings.Repeat("  ", i) + p + ":")
-			if i == len(parts)-1 {
-				b.WriteString(" " + v.in)
-			}
-			b.WriteString("\n")
-		}
-		c := Defaults()
-		if err := c.loadYAML("seed.yaml", []byte(b.String())); err != nil {
-			t.Errorf("%s: %v", sk.Seed, err)
-			continue
-		}
-		f, err := fieldAt(reflectValue(c), sk.Native)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSuffix(strings.TrimSuffix(fmtValue(f), ".0"), "s"); got != v.want {
-			t.Errorf("%s = %s set %s to %q, want %q", sk.Seed, v.in, sk.Native, got, v.want)
-		}
-		if c.Origin(sk.Native) != "seed.yaml:"+itoa(len(parts)) {
-			t.Errorf("%s: origin %q", sk.Seed, c.Origin(sk.Native))
-		}
-	}
-	// The same keys work as --set overrides.
-	c := Defaults()
-	if err := c.Set("algorithm.multiturn_grpo.n_trajectories_per_question", "12", "--set"); err != nil || c.Rollout.Group != 12 {
-		t.Errorf("--set seed key: group %d, %v", c.Rollout.Group, err)
-	}
-	// reward_computation of type command or http is the external reward section.
-	f := writeYAML(t, "model: m\nreward_computation:\n  type: command\n  command: [python3, r.py]\n  timeout: 5s\n")
-	c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv})
-	if err != nil || c.RewardComputation == nil || c.RewardComputation.Command[1] != "r.py" || c.RewardComputation.Timeout.Seconds() != 5 {
-		t.Errorf("external reward: %+v %v", c.RewardComputation, err)
 	}
 }
 

@@ -8,14 +8,21 @@
 //	g, _ := c.Trainer()      // grpo.Config
 //	e, _ := c.EnvConfig(log) // env.Config
 //
-// YAML files may use the native layout or the seed projects' keys (verl's multi-turn GRPO
-// trainer, MT-GRPO, RAGEN's multi-turn PPO: algorithm.adv_estimator, multiturn_trajectory.*,
-// train_cfgs.*, ...), which SeedKeys maps onto native keys. Nothing is guessed: an unknown key,
-// a value of the wrong type or out of range is an Error naming the key and where it was given
-// (file and line, $VARIABLE, or the flag), and Validate reports a bad value found after merging
-// at the place it was last set (Origin).
+// Every source may use the native layout or other projects' keys: Families holds one
+// translation table per project (verl's ppo_trainer, TRL's GRPOConfig and verifiers,
+// align-anything's multi-turn PPO, the MT-GRPO scripts, the multi-turn GRPO seed), each row a
+// foreign key and the native key it sets, a value translation, or why it has no effect (a
+// warning) or is refused; docs/config.md's sections are generated from them. Nothing is guessed:
+// an unknown key, a value of the wrong type or out of range is an Error naming the key and where
+// it was given (file and line, $VARIABLE, or the flag), every such error of every source is
+// reported at once (Errors), and Validate reports a bad value found after merging at the place it
+// was last set (Origin), refusing settings that cannot have their effect and warning of harmless
+// ones that have none (Warnings).
 //
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
-// seed.go (the seed keys), env.go (environment variables), resolve.go (the order, Set, saved
-// configs, printing), validate.go, convert.go (to grpo, env, rollout and sandbox settings).
+// foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),
+// values.go (value translations), verl.go, trl.go, seed.go (the families), effects.go (combined
+// keys, implied settings, no-op checks, dataset rows), env.go (environment variables), resolve.go
+// (the order, Set, saved configs, printing), validate.go, convert.go (to grpo, env, rollout and
+// sandbox settings).
 package config

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 const docsPath = "../../../docs/config.md"
@@ -35,18 +37,49 @@ func keyTable() string {
 	return b.String()
 }
 
-// seedTable is docs/config.md's table of seed keys, from SeedKeys.
-func seedTable() string {
+// familyTable is docs/config.md's table of one foreign family, from its rows.
+func familyTable(f *Family) string {
 	var b strings.Builder
-	b.WriteString("| seed key | native key | note |\n|---|---|---|\n")
-	for _, k := range SeedKeys {
-		native := "`" + k.Native + "`"
-		if k.Native == "" {
+	fmt.Fprintf(&b, "### %s\n\n%s\n\n", f.Title, f.Doc)
+	b.WriteString("| key | native key | note |\n|---|---|---|\n")
+	for _, k := range f.Keys {
+		native, note := "", k.Note
+		switch {
+		case k.Native != "":
+			native = "`" + strings.ReplaceAll(k.Native, ", ", "`, `") + "`"
+		case k.Derived:
+			native = "(combined)"
+		case k.Ignore != "":
+			native, note = "no effect (warning)", k.Ignore
+		case k.Refuse != "":
+			native, note = "refused", k.Refuse
+		default:
 			native = "(checked only)"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Seed, native, k.Note)
+		if k.Value != nil && k.Native == "" && k.Note == "" && !k.Derived {
+			note = checkedNote(k)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Key, native, strings.ReplaceAll(note, "|", "\\|"))
 	}
 	return b.String()
+}
+
+// checkedNote is a value-checked row's note: the error its refused values get.
+func checkedNote(k ForeignKey) string {
+	_, err := k.Value(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "\x00"})
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// slug is a family's name in its docs/config.md marker.
+func slug(name string) string {
+	return strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(name, "-"))
 }
 
 // envTable is docs/config.md's table of environment variables, from EnvVars.
@@ -70,7 +103,11 @@ func TestDocsTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	for name, want := range map[string]string{"keys": keyTable(), "seed": seedTable(), "env": envTable()} {
+	tables := map[string]string{"keys": keyTable(), "env": envTable()}
+	for _, f := range Families {
+		tables["family "+slug(f.Name)] = familyTable(f)
+	}
+	for name, want := range tables {
 		re := regexp.MustCompile(`(?s)(<!-- ` + name + ` -->\n)(.*?)(<!-- /` + name + ` -->)`)
 		m := re.FindStringSubmatch(doc)
 		if m == nil {

@@ -28,10 +28,11 @@ var presets = map[string]struct {
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 4, 5, 2048
 			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 2}
 		}},
-	PresetMath: {"math reasoning: 6 trajectories per task, temperature 0.3, top-p 0.95, 7 turns, 4096-token contexts (task + last 3 steps), gsm8k",
+	PresetMath: {"the seed's multi-turn math setup: GSM8K-format problems with the python tool (gsm8k_python), up to 7 turns, " +
+		"each turn's context the task and the last 3 steps (4096 tokens), 6 trajectories per task, temperature 0.3, top-p 0.95",
 		func(c *Config) {
 			c.Advantage.Estimator = grpo.EstMultiTurnGRPO
-			c.Env.Name, c.Env.Domain = "gsm8k", "math"
+			c.Env.Name, c.Env.MaxTurns = "gsm8k_python", 7
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
 			c.Rollout.Temperature, c.Rollout.TopP, c.Rollout.MaxNewTokens = 0.3, 0.95, 1024
 			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 3}

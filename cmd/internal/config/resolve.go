@@ -44,16 +44,22 @@ type Override struct {
 }
 
 // ParseSet reads a --set (or positional) "key=value" argument.
+//
+// Hydra's forms are accepted: +key=value and ++key=value set the key as key=value does.
 func ParseSet(arg, where string) (Override, error) {
 	k, v, ok := strings.Cut(arg, "=")
-	k = strings.TrimSpace(k)
+	k = strings.TrimLeft(strings.TrimSpace(k), "+")
+	if strings.HasPrefix(k, "~") {
+		return Override{}, fmt.Errorf("%s %q: Hydra's ~key deletes a key; here a key is left out by not giving it", where, arg)
+	}
 	if !ok || k == "" {
 		return Override{}, fmt.Errorf("%s %q: want key=value (e.g. rollout.tasks=16 or algorithm.adv_estimator=mt_grpo)", where, arg)
 	}
 	return Override{Key: k, Value: v, Where: where}, nil
 }
 
-// Resolve builds the configuration from its sources and validates it.
+// Resolve builds the configuration from its sources and validates it. Every bad key of every
+// source is reported at once (Errors).
 func Resolve(s Sources) (*Config, error) {
 	c, err := ResolveUnchecked(s)
 	if err != nil {
@@ -88,23 +94,22 @@ func ResolveUnchecked(s Sources) (*Config, error) {
 			return nil, &Error{Where: where, Key: "preset", Err: err}
 		}
 	}
+	var errs []error
 	for _, d := range s.Docs {
-		if err := c.loadYAML(d.Name, d.Data); err != nil {
-			return nil, err
-		}
+		errs = append(errs, c.loadYAML(d.Name, d.Data))
 	}
 	for _, f := range files {
-		if err := c.LoadFile(strings.TrimSpace(f)); err != nil {
-			return nil, err
-		}
+		errs = append(errs, c.LoadFile(strings.TrimSpace(f)))
 	}
-	if err := c.applyEnv(s.LookupEnv); err != nil {
+	errs = append(errs, c.applyEnv(s.LookupEnv))
+	for _, o := range s.Overrides {
+		errs = append(errs, c.Set(o.Key, o.Value, o.Where))
+	}
+	if err := joinErrors(errs); err != nil {
 		return nil, err
 	}
-	for _, o := range s.Overrides {
-		if err := c.Set(o.Key, o.Value, o.Where); err != nil {
-			return nil, err
-		}
+	if err := c.finish(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -137,7 +142,7 @@ func presetOf(s Sources, files []string) (name, where string, err error) {
 	return PresetGeneral, "default", nil
 }
 
-// Set sets a key given as text (a flag, a variable, --set), in the native or the seed layout;
+// Set sets a key given as text (a flag, a variable, --set), native or foreign (docs/config.md);
 // the value is read as YAML (16, 1e-6, true, [a, b], {k: v}).
 func (c *Config) Set(key, value, where string) error {
 	var doc yaml.Node
@@ -151,37 +156,31 @@ func (c *Config) Set(key, value, where string) error {
 	if value == "" {
 		n = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""} // key= clears a string
 	}
-	d := &decoder{c: c, what: where}
-	k := &yaml.Node{Kind: yaml.ScalarNode, Value: key}
 	if key == "preset" {
 		return &Error{Where: where, Key: key, Err: fmt.Errorf("choose the preset with --preset or $PRESET (it applies before the files)")}
 	}
-	top := strings.Split(key, ".")[0]
-	if isSeedKey(top) && !isSeedSection(key, n) {
-		for _, sk := range SeedKeys {
-			if sk.Seed == key {
-				return d.seedLeaf(sk, k, n)
-			}
+	d := &decoder{c: c, what: where}
+	k := &yaml.Node{Kind: yaml.ScalarNode, Value: key}
+	var err error
+	if r, ok := lookupForeign(key); ok {
+		err = d.foreign(r, key, k, n)
+	} else if top := strings.Split(key, ".")[0]; isForeignSection(top) && !plainSection(top) && !isSeedSection(key) {
+		if _, ferr := fieldAt(reflect.ValueOf(Defaults()).Elem(), key); ferr != nil {
+			err = &Error{Where: where, Err: errors.New(unknownForeign(key))}
+		} else {
+			err = d.set(key, k, n)
 		}
-		if _, err := fieldAt(reflect.ValueOf(c).Elem(), key); err != nil {
-			return &Error{Where: where, Err: fmt.Errorf("unknown key %s (seed keys under %s: %s)", key, top, strings.Join(seedChildren(top), ", "))}
-		}
+	} else {
+		err = d.set(key, k, n)
 	}
-	return d.set(key, k, n)
+	return joinErrors(append(d.errs, err))
 }
 
 // isSeedSection reports whether key=value sets a native key that shares its top-level name with
-// a seed section (reward_computation.url of an external reward function).
-func isSeedSection(key string, n *yaml.Node) bool {
-	if !strings.HasPrefix(key, "reward_computation.") {
-		return false
-	}
-	for _, sk := range SeedKeys {
-		if sk.Seed == key {
-			return false
-		}
-	}
-	return true
+// a foreign section (reward_computation.url of an external reward function).
+func isSeedSection(key string) bool {
+	_, foreign := lookupForeign(key)
+	return strings.HasPrefix(key, "reward_computation.") && !foreign
 }
 
 // ReadSaved reads a configuration saved in a run directory or checkpoint (config.yaml): every key
@@ -222,6 +221,7 @@ func (c *Config) Clone() *Config {
 	for k, v := range c.origin {
 		out.origin[k] = v
 	}
+	out.warnings = append([]string(nil), c.warnings...)
 	return out
 }
 

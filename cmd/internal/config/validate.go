@@ -16,15 +16,18 @@ func (c *Config) bad(key, format string, a ...any) error {
 	return &Error{Where: c.Origin(key), Key: key, Err: fmt.Errorf(format, a...)}
 }
 
-// Validate checks every value; the error names the key and where it was set. The trainer's own
+// Validate checks every value; each error names the key and where it was set, and the errors
+// of all sections are reported together. The trainer's own
 // checks (grpo.Config.Validate) run last.
 func (c *Config) Validate() error {
 	checks := []func() error{c.validateRun, c.validateEnv, c.validateData, c.validateRollout,
-		c.validateLoop, c.validateExternal}
+		c.validateLoop, c.validateExternal, c.validateEffects}
+	var errs []error
 	for _, check := range checks {
-		if err := check(); err != nil {
-			return err
-		}
+		errs = append(errs, check())
+	}
+	if err := joinErrors(errs); err != nil {
+		return err // the trainer's checks assume the values above are sound
 	}
 	g, err := c.Trainer()
 	if err != nil {

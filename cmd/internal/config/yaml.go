@@ -33,12 +33,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// decoder writes YAML values into a Config strictly: every key must name a field (or a seed key,
-// seed.go), every value must fit its field, and each key's origin is recorded.
+// decoder writes YAML values into a Config strictly: every key must name a field (or a foreign key,
+// foreign.go), every value must fit its field, and each key's origin is recorded.
 type decoder struct {
 	c    *Config
 	file string // file name for positions; "" for values given elsewhere
 	what string // the origin label when file is ""
+	errs []error
 }
 
 func (d *decoder) where(n *yaml.Node) string {
@@ -86,41 +87,28 @@ func (c *Config) loadYAML(name string, b []byte) error {
 		return nil // an empty file sets nothing
 	}
 	d := &decoder{c: c, file: name}
-	return d.document(doc.Content[0])
-}
-
-// document applies a top-level mapping: native sections by their keys, seed keys by translation.
-func (d *decoder) document(root *yaml.Node) error {
-	root = deref(root)
+	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
 		return d.fail(root, "", "the top level must be a mapping of keys, not %s", kindName(root))
 	}
-	return d.pairs(root, "", func(key string, k, v *yaml.Node) error {
-		if key == "preset" { // chosen before the files apply (Resolve); only checked here
-			if _, ok := presets[v.Value]; !ok {
-				return d.fail(v, key, "unknown preset %q (%s)", v.Value, strings.Join(PresetNames(), ", "))
-			}
-			return nil
-		}
-		if isSeedKey(key) && !(key == "reward_computation" && isExternalReward(v)) {
-			return d.seed(key, k, v)
-		}
-		return d.set(key, k, v)
-	})
+	d.walk(root, "", false)
+	return joinErrors(d.errs)
 }
 
-// pairs calls fn for each key of a mapping, refusing duplicate keys.
+// pairs calls fn for each key of a mapping, refusing duplicate keys. Errors are collected in
+// d.errs, so that every bad key of a source is reported, not only the first.
 func (d *decoder) pairs(m *yaml.Node, prefix string, fn func(key string, k, v *yaml.Node) error) error {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		key := join(prefix, k.Value)
 		if line, dup := seen[k.Value]; dup {
-			return d.fail(k, key, "given twice (first at line %d)", line)
+			d.errs = append(d.errs, d.fail(k, key, "given twice (first at line %d)", line))
+			continue
 		}
 		seen[k.Value] = k.Line
 		if err := fn(key, k, v); err != nil {
-			return err
+			d.errs = append(d.errs, err)
 		}
 	}
 	return nil
@@ -130,6 +118,9 @@ func (d *decoder) pairs(m *yaml.Node, prefix string, fn func(key string, k, v *y
 func (d *decoder) set(key string, k, v *yaml.Node) error {
 	f, err := fieldAt(reflect.ValueOf(d.c).Elem(), key)
 	if err != nil {
+		if h := suffixHint(key); h != "" { // a foreign key given without its leading sections
+			return d.fail(k, "", "unknown key %s (did you mean %s, %s?)", key, h, describeForeign(h))
+		}
 		return d.fail(k, "", "%v", err)
 	}
 	return d.value(v, f, key)
@@ -284,11 +275,14 @@ func child(v reflect.Value, name, parent string) (reflect.Value, error) {
 		where = "under " + parent
 	}
 	msg := fmt.Sprintf("unknown key %s %s", join(parent, name), where)
-	if near := nearest(name, known); near != "" {
+	// Hints by meaning first (the translation tables), spelling second.
+	if h := foreignHint(join(parent, name)); h != "" {
+		msg += fmt.Sprintf(" (did you mean %s, %s?)", h, describeForeign(h))
+	} else if near := nearest(name, known); near != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", join(parent, near))
 	}
 	if parent == "" {
-		return reflect.Value{}, fmt.Errorf("%s; keys: %s, and the seed keys of docs/config.md", msg, strings.Join(known, ", "))
+		return reflect.Value{}, fmt.Errorf("%s; keys: %s, and the foreign keys of docs/config.md", msg, strings.Join(known, ", "))
 	}
 	return reflect.Value{}, fmt.Errorf("%s; keys: %s", msg, strings.Join(known, ", "))
 }
@@ -380,9 +374,15 @@ func typeName(t reflect.Type) string {
 	return t.String()
 }
 
-// nearest is the known key closest to s by edit distance, if it is close.
+// nearest is the known key closest to s by edit distance, if it is close enough to be a
+// misspelling (one edit in a short key, up to a fifth of a longer one's letters): a key that is
+// merely similar may mean something else.
 func nearest(s string, known []string) string {
-	best, bestD := "", len(s)/2+2
+	limit := 1
+	if len(s) > 4 {
+		limit = max(2, len(s)/5)
+	}
+	best, bestD := "", limit+1
 	for _, k := range known {
 		if d := editDistance(s, k); d < bestD {
 			best, bestD = k, d

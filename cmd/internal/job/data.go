@@ -34,6 +34,9 @@ func loadTasks(path string, n int, seed int64, c *config.Config, e *env.Environm
 	if err != nil {
 		return nil, "", err
 	}
+	if err := c.CheckRows(path, rows); err != nil {
+		return nil, "", err
+	}
 	if st.Skipped > 0 {
 		note = fmt.Sprintf("%s: %d malformed rows skipped (the first: %v)", path, st.Skipped, &st.Errors[0])
 	}

@@ -109,6 +109,9 @@ func (j *job) open(ctx context.Context) error {
 	removeStale(j.cfg.RunDir)
 	fmt.Fprintf(j.out(), "mtgrpo train: run %s\n%s\n", j.cfg.RunDir, j.cfg.Compact())
 	j.log.Info().Str("file", filepath.Join(j.cfg.RunDir, rundir.ConfigFile)).Msg("configuration saved")
+	for _, w := range j.cfg.Warnings() { // keys accepted without effect
+		j.log.Warn().Msg(w)
+	}
 	if j.o.Checkpoint != "" {
 		j.log.Info().Str("checkpoint", j.o.Checkpoint).Int("step", j.st.Step).Msg("resuming")
 		j.logChanges()

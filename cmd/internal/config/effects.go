@@ -1,0 +1,163 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
+	"github.com/mtgrpo/mtgrpo/grpo"
+)
+
+// finish runs once every source is read: each family combines its Derived keys, and a layout's
+// implied settings apply where the native key was not set.
+func (c *Config) finish() error {
+	var errs []error
+	for _, f := range Families {
+		if f.Derive != nil {
+			errs = append(errs, f.Derive(c, c.given))
+		}
+	}
+	for _, f := range Families {
+		where, used := c.layouts[f.Name]
+		if !used {
+			continue
+		}
+		for _, im := range f.Implies {
+			if _, set := c.origin[im.Native]; set {
+				continue
+			}
+			errs = append(errs, c.Set(im.Native, im.Value, fmt.Sprintf("%s (%s)", where, im.Why)))
+		}
+	}
+	c.given = nil
+	return joinErrors(errs)
+}
+
+// useLayout records the first place a family's key was given.
+func (c *Config) useLayout(family, where string) {
+	if c.layouts == nil {
+		c.layouts = map[string]string{}
+	}
+	if _, ok := c.layouts[family]; !ok {
+		c.layouts[family] = where
+	}
+}
+
+// explicit reports whether key was set by a file, a variable or a flag (not a default or the
+// preset).
+func (c *Config) explicit(key string) bool {
+	_, ok := c.origin[key]
+	return ok
+}
+
+// validateEffects refuses settings that cannot have their effect under the resolved settings and
+// warns of harmless ones that have none, naming what would give them effect.
+func (c *Config) validateEffects() error {
+	var errs []error
+	a := c.Advantage
+	gae := a.Estimator == grpo.EstGAE
+	if a.BiLevel && !gae {
+		errs = append(errs, c.bad("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
+			"(algorithm.adv_estimator=gae), not %s (%s)", a.Estimator, c.Origin("advantage.estimator")))
+	}
+	noEffect := func(key, why string) {
+		c.warn(fmt.Sprintf("%s: %s has no effect: %s", c.Origin(key), key, why))
+	}
+	if !a.BiLevel && c.explicit("advantage.turn_gamma") {
+		noEffect("advantage.turn_gamma", "it is bi-level GAE's turn discount (advantage.bi_level true, estimator gae)")
+	}
+	if !gae {
+		for _, k := range []string{"critic.lr", "critic.warmup", "critic.value_clip", "critic.max_grad_norm", "critic_model"} {
+			if c.explicit(k) {
+				noEffect(k, fmt.Sprintf("there is no critic with advantage.estimator %s (gae trains one)", a.Estimator))
+			}
+		}
+		d := Defaults().Advantage
+		if c.explicit("advantage.gamma") && a.Gamma != d.Gamma || c.explicit("advantage.lambda") && a.Lambda != d.Lambda {
+			noEffect("advantage.gamma", fmt.Sprintf("γ and λ are GAE's (advantage.estimator gae), not %s's", a.Estimator))
+		}
+	}
+	cc := c.Rollout.Condenser
+	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != CondenseTokenBudget && cc.Type != CondenseSummary {
+		noEffect("rollout.condenser.max_tokens", fmt.Sprintf("condenser %s does not count tokens; the budget applies to "+
+			"rollout.condenser.type token_budget or summary (a turn's context is capped by rollout.max_context_tokens)", cc.Type))
+	}
+	if cc.KeepLastN != 0 && c.explicit("rollout.condenser.keep_last_n") && cc.Type != CondenseLastN && cc.Type != CondenseSummary {
+		noEffect("rollout.condenser.keep_last_n", fmt.Sprintf("condenser %s keeps no last steps; it applies to rollout.condenser.type last_n or summary", cc.Type))
+	}
+	if cc.Type != CondenseSummary {
+		for _, k := range []string{"rollout.condenser.summary_every", "rollout.condenser.summary_tokens", "rollout.condenser.train_summary"} {
+			if c.explicit(k) {
+				noEffect(k, "it applies to rollout.condenser.type summary")
+			}
+		}
+	}
+	e := c.Env
+	if e.Name != "data" {
+		if e.Domain != "" && c.explicit("env.domain") && e.Domain != envDomains[e.Name] {
+			noEffect("env.domain", fmt.Sprintf("environment %s scores with its own rubric; the domain picks the rubric of env.name data", e.Name))
+		}
+		if len(e.Tools) > 0 && c.explicit("env.tools") {
+			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
+		}
+	}
+	if e.RewardBudget != 0 && c.explicit("env.reward_budget") && e.RewardRule != "scaled" {
+		noEffect("env.reward_budget", "it is the budget of env.reward_rule scaled")
+	}
+	return joinErrors(errs)
+}
+
+// envDomains are the built-in environments' own rubrics by domain name: an env.domain that names
+// it agrees with the environment and says nothing more.
+var envDomains = map[string]string{"gsm8k": "math", "gsm8k_python": "math", "calc_mult": "math", "countdown": "math", "wiki_qa": "qa"}
+
+// envSources are the data_source values of each built-in environment's rows (what its generator
+// writes, and the public datasets it plays).
+var envSources = map[string][]string{
+	"gsm8k": {"gsm8k"}, "gsm8k_python": {"gsm8k"}, "calc_mult": {"calc_mult"}, "wiki_qa": {"wiki_qa"},
+	"frozenlake": {"frozenlake"}, "guess_number": {"guess_number"}, "countdown": {"countdown"},
+}
+
+// CheckRows reports dataset rows that do not belong to the environment: a row whose data_source
+// names another environment's tasks would be played under this one's prompt and rubric. The
+// data and openenv environments take any rows; rows without a data_source are not checked.
+func (c *Config) CheckRows(path string, rows []data.Row) error {
+	want, ok := envSources[c.Env.Name]
+	if !ok {
+		return nil
+	}
+	key := "data.train"
+	if path == c.Data.Val && path != c.Data.Train {
+		key = "data.val"
+	}
+	for i, r := range rows {
+		if r.DataSource == "" || belongs(r.DataSource, want) {
+			continue
+		}
+		var names []string
+		for name, srcs := range envSources {
+			if belongs(r.DataSource, srcs) {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		fix := "env.name data (the rows' own prompts and rubric)"
+		if len(names) > 0 {
+			fix = "env.name " + strings.Join(names, " or ") + ", or " + fix
+		}
+		return &Error{Where: c.Origin(key), Key: key, Err: fmt.Errorf(
+			"%s row %d has data_source %q: not a task of environment %s (env.name from %s; its rows' data_source: %s); set %s",
+			path, i+1, r.DataSource, c.Env.Name, c.Origin("env.name"), strings.Join(want, ", "), fix)}
+	}
+	return nil
+}
+
+func belongs(source string, want []string) bool {
+	for _, w := range want {
+		if strings.Contains(strings.ToLower(source), w) {
+			return true
+		}
+	}
+	return false
+}

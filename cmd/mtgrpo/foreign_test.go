@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+)
+
+// The command line takes the other projects' forms: verl's --config-path/--config-name and
+// +key=value, align-anything's --section.key VALUE, bare key=value; each setting names its flag.
+func TestForeignCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	base := "actor_rollout_ref:\n  rollout:\n    n: 3\n"
+	top := "hydra:\n  searchpath: [file://verl/trainer/config]\ndefaults:\n  - ppo_trainer\n  - base\n  - _self_\ndata:\n  train_batch_size: 6\n"
+	os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(base), 0o644)
+	os.WriteFile(filepath.Join(dir, "ppo_multiturn.yaml"), []byte(top), 0o644)
+	fs := trainCommand.flags()
+	rf := newRunFlags(fs, commonKeys)
+	err := rf.parse(trainCommand, []string{"--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
+		"--train_cfgs.multi_turn", "false", "--actor_rollout_ref.rollout.temperature=0.5",
+		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5", "--learning_rate", "2e-6", "--bf16", "max_turns=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := rf.sources("train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.LookupEnv = func(string) (string, bool) { return "", false }
+	c, err := config.Resolve(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rollout.Group != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 4 || c.Rollout.Temperature != 0.5 ||
+		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 ||
+		c.Optim.LR != 2e-6 || c.DType != "bfloat16" {
+		t.Errorf("group %d tasks %d turns %d temperature %v epochs %d train %q model %q", c.Rollout.Group, c.Rollout.Tasks,
+			c.Rollout.MaxTurns, c.Rollout.Temperature, c.Train.Epochs, c.Data.Train, c.Model)
+	}
+	if got := c.Origin("optim.lr"); got != "--learning_rate" {
+		t.Errorf("origin %q", got)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, "hydra (verl) has no effect here") {
+		t.Errorf("warnings %q", w)
+	}
+}
+
+// Bad keys from a file and the command line are one usage error: exit status 2, every key named
+// with its origin.
+func TestBadKeysExitTwo(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(f, []byte("trainer:\n  total_epoch: 2\nlearning_rat: 1\n"), 0o644)
+	code, stderr := runChild(t, time.Minute, "train", "--print-config", "--model", "m", "--config", f,
+		"actor_rollout_ref.actor.optim.lrr=1", "--train_cfgs.bogus", "1")
+	for _, want := range []string{"4 configuration errors", f + ":2: unknown key trainer.total_epoch", f + ":3: unknown key learning_rat",
+		"did you mean learning_rate", "argument: unknown key actor_rollout_ref.actor.optim.lrr", "--train_cfgs.bogus: unknown key train_cfgs.bogus"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q lacks %q", stderr, want)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+}
