@@ -82,7 +82,7 @@ func spawnRanks(n int, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var env []string
+	env := []string{"HF_HUB_OFFLINE=1"} // the launcher resolved the model: the ranks read the cache
 	if gpus := strings.TrimSpace(os.Getenv("GPUS")); gpus != "" && gpus != "cpu" && os.Getenv("CUDA_VISIBLE_DEVICES") == "" {
 		env = append(env, "CUDA_VISIBLE_DEVICES="+gpus)
 	}

@@ -90,7 +90,13 @@ func evalCmd(args []string) error {
 	if *printOnly {
 		return printConfig(cfg)
 	}
-	if err := requireDir("eval", "model", modelDir); err != nil {
+	if err := checkDevice("eval", cfg.Device, 1); err != nil {
+		return err
+	}
+	if modelDir, err = resolveModel("eval", "model", modelDir); err != nil {
+		return err
+	}
+	if err := checkDataFiles("eval", cfg, false); err != nil {
 		return err
 	}
 	if *out != "" {

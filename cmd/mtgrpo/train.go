@@ -52,9 +52,6 @@ func train(args []string) error {
 	if os.Getenv("WORLD_SIZE") == "" && launch.IsSageMaker(launch.Environ(os.Environ())) {
 		return sageMakerTrain(args, os.Stdout, os.Stderr)
 	}
-	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
-		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
-	}
 	src, err := rf.sources("train")
 	if err != nil {
 		return err
@@ -69,7 +66,18 @@ func train(args []string) error {
 	if err := outsideCheckpoints(cfg.RunDir); err != nil {
 		return usagef("train: run_dir %v", err)
 	}
-	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
+	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
+		// The launcher checks once, for all its ranks, and downloads a Hub model before they start.
+		if _, err := preflight("train", cfg, *nproc); err != nil {
+			return err
+		}
+		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
+	}
+	m, err := preflight("train", cfg, 1)
+	if err != nil {
+		return err
+	}
+	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)
 }
 
 // resolveRun resolves the configuration of a new or resumed run. A resumed run starts from its

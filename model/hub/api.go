@@ -131,10 +131,21 @@ func normalizeEtag(s string) string {
 // cached while offline): a mistake in what was asked, not a failure of the work.
 var ErrNoModel = errors.New("no model")
 
+// noModelError is an error that is ErrNoModel, with its own message.
+type noModelError struct{ msg string }
+
+func (e *noModelError) Error() string        { return e.msg }
+func (e *noModelError) Is(target error) bool { return target == ErrNoModel }
+
+func noModel(format string, a ...any) error { return &noModelError{fmt.Sprintf(format, a...)} }
+
 // unreachableError is a request that got no answer from the Hub.
 type unreachableError struct{ err error }
 
-func (e *unreachableError) Error() string { return "the Hub cannot be reached: " + e.err.Error() }
+func (e *unreachableError) Error() string {
+	return "the Hub cannot be reached (" + e.err.Error() + "): check the network or set HF_ENDPOINT to a mirror; " +
+		"a model downloaded before is found with HF_HUB_OFFLINE=1"
+}
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // statusError explains a refusal of the Hub; name is the file ("" for the repository).
@@ -162,13 +173,13 @@ func (c client) statusError(id ID, name string, resp *http.Response) error {
 	}
 	switch {
 	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && c.env.Token == "":
-		return fmt.Errorf("%w: %s: not found, or private or gated (%s): set HF_TOKEN to a token that can read it (https://huggingface.co/settings/tokens), or check the name", ErrNoModel, what, detail)
+		return noModel("%s: not found, or private or gated (%s): set HF_TOKEN to a token that can read it (https://huggingface.co/settings/tokens), or check the name", what, detail)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%w: %s: the token in HF_TOKEN cannot read it (%s): accept the model's terms on its page or use another token", ErrNoModel, what, detail)
+		return noModel("%s: the token in HF_TOKEN cannot read it (%s): accept the model's terms on its page or use another token", what, detail)
 	case resp.StatusCode == http.StatusNotFound && code == "RevisionNotFound":
-		return fmt.Errorf("%w: %s: no such revision (%s): give a branch, a tag or a commit after @", ErrNoModel, what, detail)
+		return noModel("%s: no such revision (%s): give a branch, a tag or a commit after @", what, detail)
 	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("%w: %s: not found (%s): check the name", ErrNoModel, what, detail)
+		return noModel("%s: not found (%s): check the name", what, detail)
 	}
 	return fmt.Errorf("%s: %s", what, detail)
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -42,23 +43,23 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 	if fi, err := os.Stat(name); err == nil {
 		switch _, cerr := os.Stat(filepath.Join(name, "config.json")); {
 		case !fi.IsDir():
-			return "", fmt.Errorf("%w: %s is a file: want a model directory (config.json, safetensors, tokenizer files) or a Hub id ORG/NAME", ErrNoModel, name)
+			return "", noModel("%s is a file: want a model directory (config.json, safetensors, tokenizer files) or a Hub id ORG/NAME", name)
 		case cerr != nil:
-			return "", fmt.Errorf("%w: %s: not a model directory: no config.json", ErrNoModel, name)
+			return "", noModel("%s: not a model directory: no config.json", name)
 		}
 		return name, nil
 	}
 	id, ok := ParseID(name)
 	if !ok {
-		return "", fmt.Errorf("%w: %s: no such directory (and not a Hub id ORG/NAME[@REVISION])", ErrNoModel, name)
+		return "", noModel("%s: no such directory (and not a Hub id ORG/NAME[@REVISION])", name)
 	}
 	ca := cache{root: o.Cache, id: id}
 	if o.Offline {
 		if dir, ok := ca.cached(); ok {
 			return dir, nil
 		}
-		return "", fmt.Errorf("%w: %s: no such directory, and %s is not in the Hugging Face cache %s; HF_HUB_OFFLINE=1 forbids downloading it: download it once without HF_HUB_OFFLINE, or give a model directory",
-			ErrNoModel, name, id, o.Cache)
+		return "", noModel("%s: no such directory, and %s is not in the Hugging Face cache %s; HF_HUB_OFFLINE=1 forbids downloading it: download it once without HF_HUB_OFFLINE, or give a model directory",
+			name, id, o.Cache)
 	}
 	if o.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -78,7 +79,10 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 			return cached, nil
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoModel): // a mistyped directory reads as an id too
+		return "", noModel("%s: no such directory, and as a Hub id: %v", name, err)
+	case err != nil:
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return dir, nil
@@ -95,7 +99,7 @@ func download(ctx context.Context, c client, ca cache, o Options) (string, error
 		files[s.Name] = s
 	}
 	if _, ok := files["config.json"]; !ok {
-		return "", fmt.Errorf("%w: %s at %s has no config.json: not a transformers model", ErrNoModel, ca.id, info.SHA)
+		return "", noModel("%s at %s has no config.json: not a transformers model", ca.id, info.SHA)
 	}
 	fetched := 0
 	get := func(name string) error {
@@ -112,7 +116,7 @@ func download(ctx context.Context, c client, ca cache, o Options) (string, error
 	}
 	weights, err := weightFiles(ca.snapshot(info.SHA), files)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s at %s: %v", ErrNoModel, ca.id, info.SHA, err)
+		return "", noModel("%s at %s: %v", ca.id, info.SHA, err)
 	}
 	for _, name := range weights {
 		if err := get(name); err != nil {

@@ -46,6 +46,8 @@ func Train(ctx context.Context, o Options) (err error) {
 			err = cerr
 		}
 	}()
+	defer explainTorch(&err)
+	defer torch.Recover(&err) // runs first: a failed op's panic becomes the error the log above gets
 	if err := j.open(ctx); err != nil {
 		return err
 	}
@@ -295,5 +297,13 @@ func (j *job) profile(m grpo.Metrics, trajs []*rollout.Trajectory) {
 	}
 	if p.Enable || p.Condensation {
 		m["profile/condense_s"] = sum.Condense.Seconds()
+	}
+}
+
+// explainTorch, deferred, puts a sentence of ours before the message of a failed torch op that
+// nothing on the way named.
+func explainTorch(err *error) {
+	if te, ok := (*err).(*torch.Error); ok {
+		*err = fmt.Errorf("training stopped on a libtorch error (device, memory, or a model the shim cannot run): %w", te)
 	}
 }
