@@ -46,7 +46,7 @@ func Train(ctx context.Context, o Options) (err error) {
 			err = cerr
 		}
 	}()
-	defer explainTorch(&err)
+	defer ExplainTorch(&err)
 	defer torch.Recover(&err) // runs first: a failed op's panic becomes the error the log above gets
 	if err := j.open(ctx); err != nil {
 		return err
@@ -300,10 +300,10 @@ func (j *job) profile(m grpo.Metrics, trajs []*rollout.Trajectory) {
 	}
 }
 
-// explainTorch, deferred, puts a sentence of ours before the message of a failed torch op that
-// nothing on the way named.
-func explainTorch(err *error) {
+// ExplainTorch, deferred, puts a sentence of ours before the message of a failed torch op that
+// nothing on the way explained: libtorch's own text is never all the user reads.
+func ExplainTorch(err *error) {
 	if te, ok := (*err).(*torch.Error); ok {
-		*err = fmt.Errorf("training stopped on a libtorch error (device, memory, or a model the shim cannot run): %w", te)
+		*err = fmt.Errorf("stopped by an error inside libtorch (the device, its memory, or a tensor operation the shim cannot run here): %w", te)
 	}
 }
