@@ -22,6 +22,7 @@ type fakeRepo struct {
 	files   map[string]map[string][]byte // commit → file → contents
 	lfs     map[string]bool              // files stored with LFS (listed with a sha256)
 	lie     map[string]string            // file → the wrong sha256 the listing gives
+	bare    bool                         // the listing has names only (a mirror's API): hashes come from HEAD
 }
 
 // fakeHub serves the Hub's API and resolve URLs on 127.0.0.1 for the repositories it holds.
@@ -56,6 +57,11 @@ func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToStri
 
 func (h *fakeHub) serve(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.EscapedPath(), "/")
+	if rest, ok := strings.CutPrefix(p, "cdn/"); ok { // the CDN serves LFS files by signed URL, no token
+		parts := strings.SplitN(rest, "/", 4) // ORG NAME COMMIT FILE
+		h.file(w, r, parts[3], h.repos[parts[0]+"/"+parts[1]].files[parts[2]])
+		return
+	}
 	api := strings.HasPrefix(p, "api/models/")
 	p = strings.TrimPrefix(p, "api/models/")
 	parts := strings.SplitN(p, "/", 5) // ORG NAME revision|resolve REV FILE
@@ -92,6 +98,19 @@ func (h *fakeHub) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if repo.lfs[parts[4]] { // the Hub's headers for an LFS file (on its redirect to the CDN)
+		if b, ok := files[parts[4]]; ok {
+			w.Header().Set(headerLinkedEtag, `"`+sha256Hex(b)+`"`)
+			w.Header().Set(headerLinkedSize, strconv.Itoa(len(b)))
+		}
+	} else if b, ok := files[parts[4]]; ok {
+		w.Header().Set("ETag", `"`+gitBlobID(b)+`"`)
+	}
+	w.Header().Set(headerRepoCommit, commit)
+	if repo.lfs[parts[4]] && r.Method == http.MethodGet {
+		http.Redirect(w, r, fmt.Sprintf("/cdn/%s/%s/%s/%s?signature=x", parts[0], parts[1], commit, parts[4]), http.StatusFound)
+		return
+	}
 	h.file(w, r, parts[4], files)
 }
 
@@ -121,6 +140,9 @@ func (h *fakeHub) list(w http.ResponseWriter, repo *fakeRepo, commit string, fil
 			if wrong, ok := repo.lie[name]; ok {
 				e.LFS.SHA256 = wrong
 			}
+		}
+		if repo.bare {
+			e = entry{Name: name}
 		}
 		out.Siblings = append(out.Siblings, e)
 	}

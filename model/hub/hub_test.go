@@ -141,6 +141,26 @@ func TestResolveSharded(t *testing.T) {
 	}
 }
 
+// A Hub whose API lists names without hashes (a mirror) is asked for each file's hash with HEAD:
+// X-Linked-Etag for LFS files, ETag for the others; the files are checked and named by them.
+func TestResolveHashesFromHeaders(t *testing.T) {
+	repo := smallModel()
+	repo.bare = true
+	h := newFakeHub(t, map[string]*fakeRepo{"org/small": repo})
+	cache := t.TempDir()
+	dir, err := Resolve(context.Background(), "org/small", options(h, cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := repo.files[commitMain]["model.safetensors"]
+	if link, _ := os.Readlink(filepath.Join(dir, "model.safetensors")); link != filepath.Join("..", "..", "blobs", sha256Hex(weights)) {
+		t.Errorf("model.safetensors links to %q", link)
+	}
+	if link, _ := os.Readlink(filepath.Join(dir, "tokenizer.json")); link != filepath.Join("..", "..", "blobs", gitBlobID([]byte(`{"model":{}}`))) {
+		t.Errorf("tokenizer.json links to %q", link)
+	}
+}
+
 // A cached model is found offline without a request; a cache written by another program (a
 // snapshot of plain files, as huggingface_hub writes on systems without links) works too.
 func TestResolveOfflineCached(t *testing.T) {
@@ -193,12 +213,19 @@ func TestResolveResumes(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(cache, "models--org--small", "snapshots", commitMain, "model.safetensors")); err == nil {
 		t.Error("the partial file is linked into the snapshot")
 	}
-	dir, err := Resolve(context.Background(), "org/small", options(h, cache))
+	o := options(h, cache)
+	rec := &recorder{}
+	o.Progress = rec
+	dir, err := Resolve(context.Background(), "org/small", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, filepath.Join(dir, "model.safetensors")); got != string(weights) {
 		t.Error("the resumed file differs")
+	}
+	// The bar of the resumed file starts at the 100 bytes already there and ends at its 512.
+	if rec.label != "model.safetensors" || rec.total != 512 || rec.added != 512 || rec.done != 1 {
+		t.Errorf("progress: %+v, want model.safetensors 512 of 512, done once", rec)
 	}
 	if last := h.ranges[len(h.ranges)-1]; last != "bytes=100-" {
 		t.Errorf("the resumed request's Range is %q, want bytes=100-", last)
@@ -360,3 +387,13 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("HF_HUB_CACHE, HF_TOKEN: %+v, want %+v", got, want)
 	}
 }
+
+// recorder is a Progress that keeps what it was told about the last file.
+type recorder struct {
+	label              string
+	total, added, done int64
+}
+
+func (r *recorder) Start(label string, total int64) { r.label, r.total, r.added = label, total, 0 }
+func (r *recorder) Add(n int64)                     { r.added += n }
+func (r *recorder) Done()                           { r.done++ }
