@@ -26,7 +26,7 @@ var evalCommand = command{
 	examples: []string{
 		"mtgrpo eval --checkpoint runs/demo                       # the run's newest checkpoint, its own settings",
 		"mtgrpo eval --model runs/demo/model --env calc_mult --tasks 100",
-		"mtgrpo eval --model models/qwen --preset math --val-data test.parquet --samples 8 --greedy=false --temperature 0.7",
+		"mtgrpo eval --model Qwen/Qwen2.5-0.5B-Instruct --preset math --val-data test.parquet --samples 8 --greedy=false --temperature 0.7",
 	},
 }
 

@@ -16,7 +16,7 @@ var generateCommand = command{
 	summary: "Sample continuations of prompts with the rollout engine.",
 	examples: []string{
 		`mtgrpo generate --model models/tiny --prompt "What is 6 times 7?"`,
-		`mtgrpo generate --model models/qwen --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
+		`mtgrpo generate --model Qwen/Qwen2.5-0.5B-Instruct --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
 	},
 }
 

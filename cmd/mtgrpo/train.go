@@ -24,7 +24,7 @@ var trainCommand = command{
 		"SIGINT or SIGTERM stops after the current step with a checkpoint (a second one aborts at once).",
 	examples: []string{
 		"mtgrpo train --model models/qwen --config configs/multiturn_grpo_trainer.yaml --run-dir runs/x",
-		"mtgrpo train --model models/qwen --preset math --data train.parquet --val-data test.parquet --lr 1e-6",
+		"mtgrpo train --model Qwen/Qwen2.5-0.5B-Instruct --preset math --data train.parquet --val-data test.parquet --lr 1e-6",
 		"mtgrpo train --config configs/mt_grpo.yaml algorithm.adv_estimator=mt_grpo rollout.temperature=0.7",
 		"mtgrpo train --resume --run-dir runs/x             # continue from the newest checkpoint",
 		"mtgrpo train --resume=runs/x/checkpoints/step-00000040 train.steps=80",
