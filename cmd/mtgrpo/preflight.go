@@ -137,14 +137,9 @@ func deviceProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int
 	return nil
 }
 
-// cudaProblem says what is wrong with training on the CUDA device dev.
+// cudaProblem says what is wrong with training on the CUDA device dev (the GPUs gpus, or nproc
+// of them, for several processes).
 func cudaProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int) error {
-	switch {
-	case !info.CUDABuilt:
-		return fmt.Errorf("device %s: this build's libtorch is CPU-only (see mtgrpo version): train with --device cpu (or GPUS=cpu), or build the shim against a CUDA libtorch (docs/setup.md)", dev)
-	case !info.CUDAAvailable || info.CUDADevices == 0:
-		return fmt.Errorf("device %s: no CUDA device works here (CUDA_VISIBLE_DEVICES=%q; see nvidia-smi and mtgrpo version): fix the driver or the visible devices, or train with --device cpu", dev, os.Getenv("CUDA_VISIBLE_DEVICES"))
-	}
 	need, what := dev.Index()+1, fmt.Sprintf("device %s", dev)
 	switch {
 	case len(gpus) > 0:
@@ -152,7 +147,12 @@ func cudaProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int) 
 	case nproc > 1:
 		need, what = nproc, fmt.Sprintf("%d processes, one per GPU", nproc)
 	}
-	if need > info.CUDADevices {
+	switch {
+	case !info.CUDABuilt:
+		return fmt.Errorf("%s: this build's libtorch is CPU-only (see mtgrpo version): train with --device cpu (or GPUS=cpu), or build the shim against a CUDA libtorch (docs/setup.md)", what)
+	case !info.CUDAAvailable || info.CUDADevices == 0:
+		return fmt.Errorf("%s: no CUDA device works here (CUDA_VISIBLE_DEVICES=%q; see nvidia-smi and mtgrpo version): fix the driver or the visible devices, or train with --device cpu", what, os.Getenv("CUDA_VISIBLE_DEVICES"))
+	case need > info.CUDADevices:
 		return fmt.Errorf("%s: this host has %d CUDA device(s), numbered 0 to %d: pick GPUs in that range (GPUS, --device cuda:N)",
 			what, info.CUDADevices, info.CUDADevices-1)
 	}

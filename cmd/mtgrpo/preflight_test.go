@@ -23,7 +23,7 @@ func TestPreflight(t *testing.T) {
 	twoGPUs := "need the nccl process-group backend" // what GPUS=0,1 lacks here
 	switch {
 	case !info.CUDABuilt:
-		twoGPUs = "device cuda:0: this build's libtorch is CPU-only"
+		twoGPUs = "GPUS=0,1: this build's libtorch is CPU-only"
 	case !info.CUDAAvailable:
 		twoGPUs = "no CUDA device works here"
 	case info.CUDADevices < 2:
@@ -90,6 +90,7 @@ func TestDeviceProblem(t *testing.T) {
 		{full, torch.CUDA(0), 2, []int{7, 8}, "GPUS=7,8: this host has 8 CUDA device(s)"},
 		{full, torch.CUDA(0), 9, nil, "9 processes, one per GPU: this host has 8"},
 		{full, torch.CUDA(0), 3, []int{4, 5}, "3 processes but GPUS lists 2 GPUs (4,5): one process per GPU: give --nproc 2"},
+		{cpuOnly, torch.CUDA(0), 2, []int{4, 5}, "GPUS=4,5: this build's libtorch is CPU-only"},
 		{noNCCL, torch.CUDA(0), 2, []int{4, 5}, "2 processes on cuda:0 need the nccl process-group backend, which this build lacks (it has: gloo; see mtgrpo version): train in one process (--nproc 1, or GPUS=4)"},
 	} {
 		err := deviceProblem(c.info, c.dev, c.nproc, c.gpus)
