@@ -33,13 +33,14 @@ type fakeHub struct {
 
 	mu     sync.Mutex
 	cut    map[string]int // file → bytes sent before the connection drops (once)
+	stall  map[string]int // file → bytes sent before the server stops sending (once)
 	ranges []string       // Range headers of file requests, in order
 	gets   map[string]int // file → GET requests
 	apis   int            // API requests
 }
 
 func newFakeHub(t *testing.T, repos map[string]*fakeRepo) *fakeHub {
-	h := &fakeHub{repos: repos, token: "hf_secret", cut: map[string]int{}, gets: map[string]int{}}
+	h := &fakeHub{repos: repos, token: "hf_secret", cut: map[string]int{}, stall: map[string]int{}, gets: map[string]int{}}
 	h.Server = httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(h.Close)
 	return h
@@ -164,6 +165,8 @@ func (h *fakeHub) file(w http.ResponseWriter, r *http.Request, name string, file
 	h.ranges = append(h.ranges, r.Header.Get("Range"))
 	cut, cutNow := h.cut[name]
 	delete(h.cut, name)
+	stall, stallNow := h.stall[name]
+	delete(h.stall, name)
 	h.mu.Unlock()
 	start := 0
 	if rg := r.Header.Get("Range"); rg != "" {
@@ -174,6 +177,12 @@ func (h *fakeHub) file(w http.ResponseWriter, r *http.Request, name string, file
 	} else {
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(http.StatusOK)
+	}
+	if stallNow {
+		w.Write(b[start:stall])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // sends nothing more until the client gives up
+		return
 	}
 	if cutNow {
 		w.Write(b[start:cut])

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Progress follows the downloads: Start per file with its size, Add as bytes arrive, Done when
@@ -134,6 +135,10 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	if off > 0 {
 		header.Set("Range", fmt.Sprintf("bytes=%d-", off))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stall := time.AfterFunc(stallTimeout, cancel)
+	defer stall.Stop()
 	resp, err := c.request(ctx, http.MethodGet, c.fileURL(id, commit, name), header)
 	if err != nil {
 		return fmt.Errorf("downloading %s: %w (run again to resume)", name, &unreachableError{err})
@@ -165,8 +170,11 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	if h != nil {
 		w = io.MultiWriter(f, h, progressWriter{p})
 	}
-	n, err := io.Copy(w, resp.Body)
+	n, err := io.Copy(w, stallReader{resp.Body, stall})
 	if err != nil {
+		if ctx.Err() != nil && !stall.Stop() {
+			err = fmt.Errorf("no data for %v", stallTimeout)
+		}
 		return fmt.Errorf("downloading %s: interrupted after %d of %d bytes: %w (run again to resume)", name, off+n, e.size, err)
 	}
 	if err := e.verify(off+n, h); err != nil {
@@ -196,6 +204,24 @@ func (c client) resumeHash(f *os.File, off int64, e expect) (hash.Hash, error) {
 		return nil, fmt.Errorf("reading the partial download %s: %w", f.Name(), err)
 	}
 	return h, nil
+}
+
+// stallTimeout is how long a download may receive nothing before it is given up (and resumed by
+// the next run).
+var stallTimeout = time.Minute
+
+// stallReader restarts the stall timer whenever data arrives.
+type stallReader struct {
+	r     io.Reader
+	timer *time.Timer
+}
+
+func (s stallReader) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if n > 0 {
+		s.timer.Reset(stallTimeout)
+	}
+	return n, err
 }
 
 // progressWriter counts written bytes into a Progress.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -232,6 +233,25 @@ func TestResolveResumes(t *testing.T) {
 	}
 	if _, err := os.Stat(part); err == nil {
 		t.Error("the .incomplete file stays")
+	}
+}
+
+// A download that stops receiving is given up after the stall timeout, and resumed.
+func TestResolveStalled(t *testing.T) {
+	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
+	stallTimeout = 200 * time.Millisecond
+	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
+	h.stall["model.safetensors"] = 300
+	cache := t.TempDir()
+	_, err := Resolve(context.Background(), "org/small", options(h, cache))
+	if err == nil || !strings.Contains(err.Error(), "interrupted after 300 of 512 bytes: no data for 200ms (run again to resume)") {
+		t.Fatalf("stalled download: %v", err)
+	}
+	if _, err := Resolve(context.Background(), "org/small", options(h, cache)); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.ranges[len(h.ranges)-1]; last != "bytes=300-" {
+		t.Errorf("the resumed request's Range is %q, want bytes=300-", last)
 	}
 }
 
