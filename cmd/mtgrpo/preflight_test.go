@@ -8,6 +8,7 @@ import (
 	"time"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/model/hub/hubtest"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -118,6 +119,32 @@ func TestHubModelFromCache(t *testing.T) {
 	}
 	if err := run([]string{"generate", "--model", "org/tiny@" + commit, "--prompt", "hi", "--max-new-tokens", "2", "--threads", "1"}); err != nil {
 		t.Errorf("generate --model org/tiny@COMMIT: %v", err)
+	}
+}
+
+// A model given by Hub id is downloaded into the Hugging Face cache from HF_ENDPOINT (a fake
+// Hub here) and loads from its snapshot; the second use reads the cache.
+func TestHubModelDownload(t *testing.T) {
+	commit := strings.Repeat("d", 40)
+	repo, err := hubtest.DirRepo(tinyModel(t), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/tiny": repo})
+	cache := t.TempDir()
+	t.Setenv("HF_ENDPOINT", h.URL)
+	t.Setenv("HF_HUB_CACHE", cache)
+	t.Setenv("HF_HUB_OFFLINE", "")
+	for range 2 {
+		if err := run([]string{"generate", "--model", "org/tiny", "--prompt", "hi", "--max-new-tokens", "2", "--threads", "1"}); err != nil {
+			t.Fatalf("generate --model org/tiny: %v", err)
+		}
+	}
+	if n := h.Gets["model.safetensors"]; n != 1 {
+		t.Errorf("model.safetensors fetched %d times, want once", n)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "models--org--tiny", "snapshots", commit, "tokenizer.json")); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mtgrpo/mtgrpo/model/hub/hubtest"
 )
 
 const (
@@ -17,7 +19,7 @@ const (
 
 // smallModel is a repository with one weights file, tokenizer files, and files the loader
 // does not read (README.md, pytorch_model.bin, onnx/model.onnx).
-func smallModel() *fakeRepo {
+func smallModel() *hubtest.Repo {
 	files := map[string][]byte{
 		"config.json":            []byte(`{"model_type":"qwen2"}`),
 		"generation_config.json": []byte(`{"eos_token_id":2}`),
@@ -33,12 +35,12 @@ func smallModel() *fakeRepo {
 		v1[k] = v
 	}
 	v1["config.json"] = []byte(`{"model_type":"qwen2","v":1}`)
-	return &fakeRepo{revs: map[string]string{"main": commitMain, "v1": commitV1},
-		files: map[string]map[string][]byte{commitMain: files, commitV1: v1},
-		lfs:   map[string]bool{"model.safetensors": true, "pytorch_model.bin": true}}
+	return &hubtest.Repo{Revs: map[string]string{"main": commitMain, "v1": commitV1},
+		Files: map[string]map[string][]byte{commitMain: files, commitV1: v1},
+		LFS:   map[string]bool{"model.safetensors": true, "pytorch_model.bin": true}}
 }
 
-func options(h *fakeHub, cache string) Options {
+func options(h *hubtest.Hub, cache string) Options {
 	return Options{Env: Env{Endpoint: h.URL, Cache: cache}}
 }
 
@@ -70,7 +72,7 @@ func TestGitBlobID(t *testing.T) {
 // links in the snapshot and the branch's commit in refs/main; the second resolution downloads
 // nothing.
 func TestResolveDownloads(t *testing.T) {
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
 	cache := t.TempDir()
 	dir, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err != nil {
@@ -83,13 +85,13 @@ func TestResolveDownloads(t *testing.T) {
 	if got := readFile(t, filepath.Join(repo, "refs", "main")); got != commitMain {
 		t.Errorf("refs/main %q", got)
 	}
-	weights := smallModel().files[commitMain]["model.safetensors"]
+	weights := smallModel().Files[commitMain]["model.safetensors"]
 	link, err := os.Readlink(filepath.Join(dir, "model.safetensors"))
-	if want := filepath.Join("..", "..", "blobs", sha256Hex(weights)); err != nil || link != want {
+	if want := filepath.Join("..", "..", "blobs", hubtest.SHA256(weights)); err != nil || link != want {
 		t.Errorf("model.safetensors links to %q (%v), want %q", link, err, want)
 	}
 	link, _ = os.Readlink(filepath.Join(dir, "config.json"))
-	if want := filepath.Join("..", "..", "blobs", gitBlobID([]byte(`{"model_type":"qwen2"}`))); link != want {
+	if want := filepath.Join("..", "..", "blobs", hubtest.GitBlobID([]byte(`{"model_type":"qwen2"}`))); link != want {
 		t.Errorf("config.json links to %q, want %q", link, want)
 	}
 	if got := readFile(t, filepath.Join(dir, "model.safetensors")); got != string(weights) {
@@ -100,14 +102,14 @@ func TestResolveDownloads(t *testing.T) {
 			t.Errorf("%s was downloaded", skipped)
 		}
 	}
-	if len(h.gets) != 5 {
-		t.Errorf("file requests %v, want the 5 loader files", h.gets)
+	if len(h.Gets) != 5 {
+		t.Errorf("file requests %v, want the 5 loader files", h.Gets)
 	}
 	again, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err != nil || again != dir {
 		t.Fatalf("again: %s %v", again, err)
 	}
-	for f, n := range h.gets {
+	for f, n := range h.Gets {
 		if n != 1 {
 			t.Errorf("%s fetched %d times", f, n)
 		}
@@ -124,9 +126,9 @@ func TestResolveSharded(t *testing.T) {
 		"model-00002-of-00002.safetensors": []byte("shard two"),
 		"consolidated.safetensors":         []byte("the same weights again"),
 	}
-	h := newFakeHub(t, map[string]*fakeRepo{"org/big": {revs: map[string]string{"main": commitMain},
-		files: map[string]map[string][]byte{commitMain: files},
-		lfs:   map[string]bool{"model-00001-of-00002.safetensors": true, "model-00002-of-00002.safetensors": true, "consolidated.safetensors": true}}})
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/big": {Revs: map[string]string{"main": commitMain},
+		Files: map[string]map[string][]byte{commitMain: files},
+		LFS:   map[string]bool{"model-00001-of-00002.safetensors": true, "model-00002-of-00002.safetensors": true, "consolidated.safetensors": true}}})
 	dir, err := Resolve(context.Background(), "org/big", options(h, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +136,8 @@ func TestResolveSharded(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "model-00002-of-00002.safetensors")); got != "shard two" {
 		t.Errorf("shard two: %q", got)
 	}
-	if h.gets["consolidated.safetensors"] != 0 || len(h.gets) != 4 {
-		t.Errorf("file requests %v, want config, index and two shards", h.gets)
+	if h.Gets["consolidated.safetensors"] != 0 || len(h.Gets) != 4 {
+		t.Errorf("file requests %v, want config, index and two shards", h.Gets)
 	}
 	if !complete(dir) {
 		t.Error("the snapshot is not complete")
@@ -146,18 +148,18 @@ func TestResolveSharded(t *testing.T) {
 // X-Linked-Etag for LFS files, ETag for the others; the files are checked and named by them.
 func TestResolveHashesFromHeaders(t *testing.T) {
 	repo := smallModel()
-	repo.bare = true
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": repo})
+	repo.Bare = true
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": repo})
 	cache := t.TempDir()
 	dir, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	weights := repo.files[commitMain]["model.safetensors"]
-	if link, _ := os.Readlink(filepath.Join(dir, "model.safetensors")); link != filepath.Join("..", "..", "blobs", sha256Hex(weights)) {
+	weights := repo.Files[commitMain]["model.safetensors"]
+	if link, _ := os.Readlink(filepath.Join(dir, "model.safetensors")); link != filepath.Join("..", "..", "blobs", hubtest.SHA256(weights)) {
 		t.Errorf("model.safetensors links to %q", link)
 	}
-	if link, _ := os.Readlink(filepath.Join(dir, "tokenizer.json")); link != filepath.Join("..", "..", "blobs", gitBlobID([]byte(`{"model":{}}`))) {
+	if link, _ := os.Readlink(filepath.Join(dir, "tokenizer.json")); link != filepath.Join("..", "..", "blobs", hubtest.GitBlobID([]byte(`{"model":{}}`))) {
 		t.Errorf("tokenizer.json links to %q", link)
 	}
 }
@@ -165,18 +167,18 @@ func TestResolveHashesFromHeaders(t *testing.T) {
 // A cached model is found offline without a request; a cache written by another program (a
 // snapshot of plain files, as huggingface_hub writes on systems without links) works too.
 func TestResolveOfflineCached(t *testing.T) {
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
 	cache := t.TempDir()
 	dir, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	apis := h.apis
+	apis := h.APIs
 	o := options(h, cache)
 	o.Offline = true
 	got, err := Resolve(context.Background(), "org/small", o)
-	if err != nil || got != dir || h.apis != apis {
-		t.Errorf("offline: %s %v, %d API requests (want %s, none)", got, err, h.apis-apis, dir)
+	if err != nil || got != dir || h.APIs != apis {
+		t.Errorf("offline: %s %v, %d API requests (want %s, none)", got, err, h.APIs-apis, dir)
 	}
 
 	snap := filepath.Join(cache, "models--other--model", "snapshots", commitV1)
@@ -199,15 +201,15 @@ func TestResolveOfflineCached(t *testing.T) {
 // An interrupted download keeps its part in blobs/ETAG.incomplete and resumes from there with
 // a Range request; the result is whole and checked.
 func TestResolveResumes(t *testing.T) {
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
-	h.cut["model.safetensors"] = 100
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
+	h.Cut["model.safetensors"] = 100
 	cache := t.TempDir()
 	_, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err == nil || !strings.Contains(err.Error(), "run again to resume") {
 		t.Fatalf("interrupted download: %v", err)
 	}
-	weights := smallModel().files[commitMain]["model.safetensors"]
-	part := filepath.Join(cache, "models--org--small", "blobs", sha256Hex(weights)+".incomplete")
+	weights := smallModel().Files[commitMain]["model.safetensors"]
+	part := filepath.Join(cache, "models--org--small", "blobs", hubtest.SHA256(weights)+".incomplete")
 	if fi, err := os.Stat(part); err != nil || fi.Size() != 100 {
 		t.Fatalf("partial download: %v %v", fi, err)
 	}
@@ -228,7 +230,7 @@ func TestResolveResumes(t *testing.T) {
 	if rec.label != "model.safetensors" || rec.total != 512 || rec.added != 512 || rec.done != 1 {
 		t.Errorf("progress: %+v, want model.safetensors 512 of 512, done once", rec)
 	}
-	if last := h.ranges[len(h.ranges)-1]; last != "bytes=100-" {
+	if last := h.Ranges[len(h.Ranges)-1]; last != "bytes=100-" {
 		t.Errorf("the resumed request's Range is %q, want bytes=100-", last)
 	}
 	if _, err := os.Stat(part); err == nil {
@@ -240,8 +242,8 @@ func TestResolveResumes(t *testing.T) {
 func TestResolveStalled(t *testing.T) {
 	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
 	stallTimeout = 200 * time.Millisecond
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
-	h.stall["model.safetensors"] = 300
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
+	h.Stall["model.safetensors"] = 300
 	cache := t.TempDir()
 	_, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err == nil || !strings.Contains(err.Error(), "interrupted after 300 of 512 bytes: no data for 200ms (run again to resume)") {
@@ -250,7 +252,7 @@ func TestResolveStalled(t *testing.T) {
 	if _, err := Resolve(context.Background(), "org/small", options(h, cache)); err != nil {
 		t.Fatal(err)
 	}
-	if last := h.ranges[len(h.ranges)-1]; last != "bytes=300-" {
+	if last := h.Ranges[len(h.Ranges)-1]; last != "bytes=300-" {
 		t.Errorf("the resumed request's Range is %q, want bytes=300-", last)
 	}
 }
@@ -259,8 +261,8 @@ func TestResolveStalled(t *testing.T) {
 // blobs/ for it.
 func TestResolveWrongHash(t *testing.T) {
 	repo := smallModel()
-	repo.lie = map[string]string{"model.safetensors": strings.Repeat("ab", 32)}
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": repo})
+	repo.Lie = map[string]string{"model.safetensors": strings.Repeat("ab", 32)}
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": repo})
 	cache := t.TempDir()
 	_, err := Resolve(context.Background(), "org/small", options(h, cache))
 	if err == nil || !strings.Contains(err.Error(), "the Hub says "+strings.Repeat("ab", 32)) || errors.Is(err, ErrNoModel) {
@@ -281,8 +283,8 @@ func TestResolveWrongHash(t *testing.T) {
 // downloads.
 func TestResolvePrivate(t *testing.T) {
 	repo := smallModel()
-	repo.private = true
-	h := newFakeHub(t, map[string]*fakeRepo{"org/secret": repo})
+	repo.Private = true
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/secret": repo})
 	cache := t.TempDir()
 	_, err := Resolve(context.Background(), "org/secret", options(h, cache))
 	if !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "set HF_TOKEN") || !strings.Contains(err.Error(), "401") {
@@ -293,7 +295,7 @@ func TestResolvePrivate(t *testing.T) {
 	if _, err := Resolve(context.Background(), "org/secret", o); !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "the token in HF_TOKEN cannot read it") {
 		t.Errorf("a wrong token: %v", err)
 	}
-	o.Token = h.token
+	o.Token = h.Token
 	if _, err := Resolve(context.Background(), "org/secret", o); err != nil {
 		t.Errorf("with the token: %v", err)
 	}
@@ -301,22 +303,22 @@ func TestResolvePrivate(t *testing.T) {
 
 // Offline with nothing cached fails without a request and says how to get the model.
 func TestResolveOfflineMissing(t *testing.T) {
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
 	o := options(h, t.TempDir())
 	o.Offline = true
 	_, err := Resolve(context.Background(), "org/small", o)
 	if !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "HF_HUB_OFFLINE=1") || !strings.Contains(err.Error(), "not in the Hugging Face cache") {
 		t.Errorf("offline, not cached: %v", err)
 	}
-	if h.apis != 0 || len(h.gets) != 0 {
-		t.Errorf("offline mode made %d API and %d file requests", h.apis, len(h.gets))
+	if h.APIs != 0 || len(h.Gets) != 0 {
+		t.Errorf("offline mode made %d API and %d file requests", h.APIs, len(h.Gets))
 	}
 }
 
 // @v1 is a tag: its commit's files, and refs/v1; @COMMIT is the commit itself, without a ref;
 // a revision the Hub lacks is refused by name.
 func TestResolveRevision(t *testing.T) {
-	h := newFakeHub(t, map[string]*fakeRepo{"org/small": smallModel()})
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
 	cache := t.TempDir()
 	repo := filepath.Join(cache, "models--org--small")
 	dir, err := Resolve(context.Background(), "org/small@v1", options(h, cache))
