@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
@@ -79,7 +80,7 @@ func (c cache) writeRef(rev, commit string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
+	tmp := tempName(p)
 	if err := os.WriteFile(tmp, []byte(commit), 0o644); err != nil {
 		return err
 	}
@@ -96,12 +97,20 @@ func (c cache) link(commit, name, etag string) error {
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
-	os.Remove(tmp)
+	tmp := tempName(p)
 	if err := os.Symlink(target, tmp); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// tempSeq makes the temporary names of one process distinct.
+var tempSeq atomic.Int64
+
+// tempName is a name beside p for a file that is renamed onto p once written: distinct across
+// processes (ranks resolving together) and goroutines.
+func tempName(p string) string {
+	return fmt.Sprintf("%s.tmp-%d-%d", p, os.Getpid(), tempSeq.Add(1))
 }
 
 // lock takes the cache's lock on one blob, as huggingface_hub does, so that processes

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,6 +114,30 @@ func TestResolveDownloads(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s fetched %d times", f, n)
 		}
+	}
+}
+
+// Resolutions of one model at once (ranks starting together) fetch each file once and agree.
+func TestResolveConcurrent(t *testing.T) {
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
+	cache := t.TempDir()
+	dirs := make([]string, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range dirs {
+		wg.Go(func() { dirs[i], errs[i] = Resolve(context.Background(), "org/small", options(h, cache)) })
+	}
+	wg.Wait()
+	for i := range dirs {
+		if errs[i] != nil || dirs[i] != dirs[0] {
+			t.Errorf("resolution %d: %s %v", i, dirs[i], errs[i])
+		}
+	}
+	if n := h.Gets["model.safetensors"]; n != 1 {
+		t.Errorf("model.safetensors fetched %d times", n)
+	}
+	if got := readFile(t, filepath.Join(dirs[0], "model.safetensors")); got != string(smallModel().Files[commitMain]["model.safetensors"]) {
+		t.Error("the weights differ")
 	}
 }
 
