@@ -111,51 +111,26 @@ func (e expect) verify(n int64, h hash.Hash) error {
 // Called with the blob's lock held.
 func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name string, e expect, p Progress) error {
 	blob := ca.blob(e.etag)
-	if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
-		return err
-	}
 	part := blob + ".incomplete"
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_RDWR, 0o644)
+	f, off, h, err := openPart(part, e)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	off, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return err
-	}
-	if e.size > 0 && off > e.size {
-		off = 0
-	}
-	h, err := c.resumeHash(f, off, e)
-	if err != nil {
-		return err
-	}
-	header := http.Header{"Accept-Encoding": {"identity"}}
-	if off > 0 {
-		header.Set("Range", fmt.Sprintf("bytes=%d-", off))
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stall := time.AfterFunc(stallTimeout, cancel)
 	defer stall.Stop()
-	resp, err := c.request(ctx, http.MethodGet, c.fileURL(id, commit, name), header)
+	resp, whole, err := c.getFrom(ctx, id, commit, name, off)
 	if err != nil {
-		return fmt.Errorf("downloading %s: %w (run again to resume)", name, &unreachableError{err})
+		if errors.Is(err, errRangeRefused) {
+			f.Truncate(0)
+		}
+		return err
 	}
 	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusPartialContent:
-		if !strings.HasPrefix(resp.Header.Get("Content-Range"), fmt.Sprintf("bytes %d-", off)) {
-			return fmt.Errorf("downloading %s: asked for bytes %d on, the server sent %q", name, off, resp.Header.Get("Content-Range"))
-		}
-	case http.StatusOK: // the whole file: start over
+	if whole {
 		off, h = 0, e.hasher()
-	case http.StatusRequestedRangeNotSatisfiable:
-		f.Truncate(0)
-		return fmt.Errorf("downloading %s: the server refused to resume (%s): run again to start over", name, resp.Status)
-	default:
-		return c.statusError(id, name, resp)
 	}
 	if err := f.Truncate(off); err != nil {
 		return err
@@ -180,7 +155,7 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	if err := e.verify(off+n, h); err != nil {
 		f.Close()
 		os.Remove(part)
-		return fmt.Errorf("downloading %s of %s: %v: the download is discarded (run again; if it persists, the mirror at HF_ENDPOINT serves other files than it lists)", name, id, err)
+		return fmt.Errorf("downloading %s of %s: %v: the download is discarded (run again; if it persists, %s serves other contents than it lists)", name, id, err, c.env.Endpoint)
 	}
 	if err := f.Sync(); err != nil {
 		return err
@@ -191,8 +166,64 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	return os.Rename(part, blob)
 }
 
+// openPart opens a download in progress (creating it), with the bytes it holds and their hash
+// so far; a part longer than the file starts over.
+func openPart(part string, e expect) (*os.File, int64, hash.Hash, error) {
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		return nil, 0, nil, err
+	}
+	f, err := os.OpenFile(part, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	off, err := f.Seek(0, io.SeekEnd)
+	if err == nil && e.size > 0 && off > e.size {
+		off = 0
+	}
+	var h hash.Hash
+	if err == nil {
+		h, err = resumeHash(f, off, e)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	return f, off, h, nil
+}
+
+// errRangeRefused is a server's 416 to a resumed download: the part is dropped.
+var errRangeRefused = errors.New("the server refused to resume")
+
+// getFrom requests a file from byte off on; whole reports that the server sent all of it
+// instead (the download starts over).
+func (c client) getFrom(ctx context.Context, id ID, commit, name string, off int64) (resp *http.Response, whole bool, err error) {
+	header := http.Header{"Accept-Encoding": {"identity"}}
+	if off > 0 {
+		header.Set("Range", fmt.Sprintf("bytes=%d-", off))
+	}
+	resp, err = c.request(ctx, http.MethodGet, c.fileURL(id, commit, name), header)
+	if err != nil {
+		return nil, false, fmt.Errorf("downloading %s: %w (run again to resume)", name, &unreachableError{err})
+	}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		if cr := resp.Header.Get("Content-Range"); off > 0 && strings.HasPrefix(cr, fmt.Sprintf("bytes %d-", off)) {
+			return resp, false, nil
+		}
+		err = fmt.Errorf("downloading %s: asked for bytes %d on, the server sent %q", name, off, resp.Header.Get("Content-Range"))
+	case http.StatusOK:
+		return resp, true, nil
+	case http.StatusRequestedRangeNotSatisfiable:
+		err = fmt.Errorf("downloading %s: %w (%s): run again to start over", name, errRangeRefused, resp.Status)
+	default:
+		err = c.statusError(id, name, resp)
+	}
+	resp.Body.Close()
+	return nil, false, err
+}
+
 // resumeHash hashes the first off bytes already in f.
-func (c client) resumeHash(f *os.File, off int64, e expect) (hash.Hash, error) {
+func resumeHash(f *os.File, off int64, e expect) (hash.Hash, error) {
 	h := e.hasher()
 	if h == nil || off == 0 {
 		return h, nil
