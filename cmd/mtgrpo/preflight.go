@@ -149,9 +149,9 @@ func cudaProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int) 
 	}
 	switch {
 	case !info.CUDABuilt:
-		return fmt.Errorf("%s: this build's libtorch is CPU-only (see mtgrpo version): train with --device cpu (or GPUS=cpu), or build the shim against a CUDA libtorch (docs/setup.md)", what)
+		return fmt.Errorf("%s: this build's libtorch is CPU-only (see mtgrpo version): use --device cpu (or GPUS=cpu), or build the shim against a CUDA libtorch (docs/setup.md)", what)
 	case !info.CUDAAvailable || info.CUDADevices == 0:
-		return fmt.Errorf("%s: no CUDA device works here (CUDA_VISIBLE_DEVICES=%q; see nvidia-smi and mtgrpo version): fix the driver or the visible devices, or train with --device cpu", what, os.Getenv("CUDA_VISIBLE_DEVICES"))
+		return fmt.Errorf("%s: no CUDA device works here (CUDA_VISIBLE_DEVICES=%q; see nvidia-smi and mtgrpo version): fix the driver or the visible devices, or use --device cpu", what, os.Getenv("CUDA_VISIBLE_DEVICES"))
 	case need > info.CUDADevices:
 		return fmt.Errorf("%s: this host has %d CUDA device(s), numbered 0 to %d: pick GPUs in that range (GPUS, --device cuda:N)",
 			what, info.CUDADevices, info.CUDADevices-1)
