@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	"github.com/mtgrpo/mtgrpo/model/hub"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -123,6 +124,11 @@ func deviceProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int
 			return err
 		}
 	}
+	return backendProblem(info, dev, nproc, gpus)
+}
+
+// backendProblem says what is missing for nproc processes to form a process group on dev.
+func backendProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int) error {
 	if nproc == 1 {
 		return nil
 	}
@@ -133,6 +139,26 @@ func deviceProblem(info torch.BuildInfo, dev torch.Device, nproc int, gpus []int
 	if !slices.Contains(info.DistBackends, backend) {
 		return fmt.Errorf("%d processes on %s need the %s process-group backend, which this build lacks (it has: %s; see mtgrpo version): train in one process (--nproc 1, or GPUS=%s), or build the shim with %s",
 			nproc, dev, backend, backendList(info.DistBackends), firstGPU(gpus), backend)
+	}
+	return nil
+}
+
+// checkRank checks, in one process of a run that a launcher (torchrun, srun, --nproc) started,
+// its own device and the process group's backend, before it joins the others.
+func checkRank(cmd string, l launch.Launch) error {
+	if !l.Distributed() {
+		return nil
+	}
+	info, err := torch.Version()
+	if err != nil {
+		return err
+	}
+	err = deviceProblem(info, l.Dist.Device, 1, nil)
+	if err == nil {
+		err = backendProblem(info, l.Dist.Device, max(l.Dist.WorldSize, 2), nil)
+	}
+	if err != nil {
+		return usagef("%s: rank %d of %d: %v", cmd, l.Dist.Rank, l.Dist.WorldSize, err)
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/model/hub/hubtest"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -98,6 +100,27 @@ func TestDeviceProblem(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%+v %v nproc %d gpus %v: %v, want %q", c.info, c.dev, c.nproc, c.gpus, err, c.want)
 		}
+	}
+}
+
+// A rank that torchrun or srun started checks its own device and the backend before it joins:
+// the CPU with Gloo passes; a CUDA device is refused here by what this build lacks.
+func TestCheckRank(t *testing.T) {
+	info, err := torch.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := launch.Launch{Source: launch.Torchrun, Dist: torch.DistConfig{Rank: 1, WorldSize: 2, Device: torch.CPU}}
+	if err := checkRank("train", cpu); (err == nil) != torch.DistBackendBuilt(torch.Gloo) {
+		t.Errorf("a CPU rank: %v", err)
+	}
+	if info.CUDABuilt {
+		t.Skip("a CUDA build: the refusal below is for CPU builds")
+	}
+	gpu := launch.Launch{Source: launch.SLURM, Dist: torch.DistConfig{Rank: 3, WorldSize: 8, Device: torch.CUDA(3)}}
+	err = checkRank("train", gpu)
+	if want := "train: rank 3 of 8: device cuda:3: this build's libtorch is CPU-only"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, new(usageError)) {
+		t.Errorf("a CUDA rank on a CPU build: %v, want a usage error with %q", err, want)
 	}
 }
 

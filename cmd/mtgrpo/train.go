@@ -143,6 +143,9 @@ func runTraining(o job.Options, threadSpec string) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	if err := checkRank("train", l); err != nil {
+		return err
+	}
 	o.Console, o.Out, o.Stop = os.Stderr, os.Stdout, stop
 	if l.Main() {
 		bars := progress.New(os.Stderr)
