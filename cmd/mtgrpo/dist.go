@@ -83,8 +83,12 @@ func spawnRanks(n int, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	env := []string{"HF_HUB_OFFLINE=1"} // the launcher resolved the model: the ranks read the cache
-	if gpus := strings.TrimSpace(os.Getenv("GPUS")); gpus != "" && gpus != "cpu" && os.Getenv("CUDA_VISIBLE_DEVICES") == "" {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+gpus)
+	gpus, err := launcherGPUs(n)
+	if err != nil {
+		return err
+	}
+	if gpus != nil {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(gpus))
 	}
 	return launch.Spawn(launch.SpawnOptions{Exe: exe, Args: args, N: n, Env: env, Stdout: stdout, Stderr: stderr})
 }
