@@ -58,12 +58,16 @@ func demo(args []string) error {
 		warnConfig("demo", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
+	m, err := preflight("demo", cfg, 1)
+	if err != nil {
+		return err
+	}
 	if *resume == "" {
 		if err := claimDemoDir(cfg.RunDir); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
+	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)
 }
 
 // demoDocs are the embedded configuration and, for --short, its overlay.

@@ -15,7 +15,8 @@ import (
 type Config struct {
 	// Preset names the preset this configuration started from (general, math, mt-grpo).
 	Preset string `yaml:"preset"`
-	// Model is the policy's model directory (Hugging Face layout). Empty with Init set: a random
+	// Model is the policy's model directory (Hugging Face layout) or Hub id ORG/NAME[@REVISION]
+	// (resolved by model/hub in the command). Empty with Init set: a random
 	// model of Init's shape is written into RUN/base-model first.
 	Model string `yaml:"model"`
 	// Init describes the random model written when Model is empty.

@@ -29,6 +29,10 @@ import (
 // Options say what to train and where to report.
 type Options struct {
 	Config *config.Config
+	// ModelDir and CriticDir are the directories of Config.Model and Config.CriticModel when the
+	// command resolved them elsewhere (a Hugging Face Hub id to its snapshot in the cache); ""
+	// reads the configured paths as directories.
+	ModelDir, CriticDir string
 	// Checkpoint is the checkpoint directory to continue from ("" starts from the beginning).
 	Checkpoint string
 	// Resume reopens a run directory that already holds a run (metrics after the checkpoint's
@@ -93,7 +97,7 @@ func (j *job) open(ctx context.Context) error {
 		}
 		j.st, resumeStep, j.restorePhase = st, st.Step, st.Phase
 	}
-	if err := checkInputs(j.cfg); err != nil {
+	if err := checkInputs(j.cfg, j.modelDir(), j.criticDir()); err != nil {
 		return err
 	}
 	if !j.main() {
@@ -169,9 +173,9 @@ func removeStale(runDir string) {
 
 // checkInputs checks that the directories and files the configuration names exist, before the
 // run directory is touched: a mistyped path leaves nothing behind.
-func checkInputs(c *config.Config) error {
+func checkInputs(c *config.Config, modelDir, criticDir string) error {
 	for _, f := range []struct{ key, path, must string }{
-		{"model", c.Model, "config.json"}, {"critic_model", c.CriticModel, "config.json"},
+		{"model", modelDir, "config.json"}, {"critic_model", criticDir, "config.json"},
 		{"data.train", c.Data.Train, ""}, {"data.val", c.Data.Val, ""}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
 	} {
 		if f.path == "" {
@@ -186,6 +190,22 @@ func checkInputs(c *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// modelDir is the directory of the configured policy model ("" for an init: section's).
+func (j *job) modelDir() string {
+	if j.o.ModelDir != "" {
+		return j.o.ModelDir
+	}
+	return j.cfg.Model
+}
+
+// criticDir is the directory of the configured critic model ("": the policy's).
+func (j *job) criticDir() string {
+	if j.o.CriticDir != "" {
+		return j.o.CriticDir
+	}
+	return j.cfg.CriticModel
 }
 
 // logChanges warns about settings that differ from the checkpoint's: the run continues with them.
@@ -270,7 +290,7 @@ func (j *job) openModels() error {
 		}
 	}
 	if g.Advantage.Estimator == grpo.EstGAE {
-		cdir := j.cfg.CriticModel
+		cdir := j.criticDir()
 		if cdir == "" {
 			cdir = j.baseDir
 		}
@@ -287,8 +307,8 @@ func (j *job) openModels() error {
 // baseModel is the model training starts from: the configured directory, or the random model of
 // the init: section, written into RUN/base-model the first time.
 func (j *job) baseModel() (string, error) {
-	if j.cfg.Model != "" {
-		return j.cfg.Model, nil
+	if dir := j.modelDir(); dir != "" {
+		return dir, nil
 	}
 	dir := filepath.Join(j.cfg.RunDir, BaseModelDir)
 	if pg := j.o.Dist.ProcessGroup(); pg != nil {

@@ -45,6 +45,8 @@ func Train(ctx context.Context, o Options) (err error) {
 			err = cerr
 		}
 	}()
+	defer ExplainTorch(&err)
+	defer torch.Recover(&err) // runs first: a failed op's panic becomes the error the log above gets
 	if err := j.open(ctx); err != nil {
 		return err
 	}
@@ -294,5 +296,13 @@ func (j *job) profile(m grpo.Metrics, trajs []*rollout.Trajectory) {
 	}
 	if p.Enable || p.Condensation {
 		m["profile/condense_s"] = sum.Condense.Seconds()
+	}
+}
+
+// ExplainTorch, deferred, puts a sentence of ours before the message of a failed torch op that
+// nothing on the way explained: libtorch's own text is never all the user reads.
+func ExplainTorch(err *error) {
+	if te, ok := (*err).(*torch.Error); ok {
+		*err = fmt.Errorf("stopped by an error inside libtorch (the device, its memory, or a tensor operation the shim cannot run here): %w", te)
 	}
 }
