@@ -71,13 +71,24 @@ func train(args []string) error {
 	}
 	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
 		// The launcher checks once, for all its ranks, and downloads a Hub model before they start.
-		if _, err := preflight("train", cfg, *nproc); err != nil {
+		m, err := preflight("train", cfg, *nproc)
+		if err != nil {
+			return err
+		}
+		if err := checkMemory("train", cfg, m.policy, *nproc); err != nil {
 			return err
 		}
 		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
 	}
 	m, err := preflight("train", cfg, 1)
 	if err != nil {
+		return err
+	}
+	l, err := launched(cfg)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if err := checkMemory("train", cfg, m.policy, max(1, l.Dist.WorldSize)); err != nil {
 		return err
 	}
 	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)
