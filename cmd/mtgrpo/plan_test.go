@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 )
 
 // planConfig resolves a run of Qwen2.5-0.5B's shape (init:, no files) with settings.
@@ -61,5 +63,43 @@ func TestCheckPlan(t *testing.T) {
 	}
 	if err := checkMemory("train", planConfig(t), "", 1); err != nil {
 		t.Errorf("cpu: %v", err)
+	}
+}
+
+// docs/distributed.md's stage table is this model's: each row's peaks (training / generating, GiB
+// unless marked) and ✓ where the plan fits, for the command the page gives.
+func TestDistributedDocStageTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(n int64) string { return strings.TrimSuffix(memplan.FormatBytes(n), " GiB") }
+	for _, size := range []string{"7b", "14b", "32b", "72b"} {
+		cfg := planConfig(t, "init.preset=qwen2.5-"+size, "device=cuda", "update.gradient_checkpointing=true",
+			"update.micro_tokens=8192", "rollout.slots=16", "rollout.max_len=4096")
+		r, err := planRun(cfg, "", 8, 80e9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := "| Qwen2.5-" + strings.ToUpper(size) + " |"
+		i := strings.Index(string(doc), prefix)
+		if i < 0 {
+			t.Fatalf("docs/distributed.md has no row %q", prefix)
+		}
+		row, _, _ := strings.Cut(string(doc[i:]), "\n")
+		cells := strings.Split(row, "|")
+		for s := memplan.StageDP; s <= memplan.StageZeRO3; s++ {
+			rs := r
+			rs.Stage = s
+			p, err := memplan.Predict(rs, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cell := cells[3+int(s)]
+			want := short(p.TrainPeak()) + " / " + short(p.RolloutPeak())
+			if !strings.Contains(cell, want) || strings.Contains(cell, "✓") != p.Fits() {
+				t.Errorf("%s stage %d: the page says %q, the model %q (fits %v)", prefix, s, cell, want, p.Fits())
+			}
+		}
 	}
 }

@@ -80,7 +80,7 @@ type Run struct {
 }
 
 // Plan is the bytes one rank holds, by category. Rank is the rank planned for: only the moments
-// of ZeRO-1 differ between ranks (the last shard is short).
+// of ZeRO-1 differ between ranks (the last shard is short), so rank 0's plan is the largest.
 type Plan struct {
 	Run  Run
 	Rank int

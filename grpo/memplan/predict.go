@@ -81,20 +81,6 @@ func Predict(r Run, rank int) (Plan, error) {
 	return p, nil
 }
 
-// PredictAll plans every rank; the last rank's plan is never the largest (its shard is the short
-// one), so Worst is rank 0.
-func PredictAll(r Run) ([]Plan, error) {
-	var ps []Plan
-	for rank := range r.World {
-		p, err := Predict(r, rank)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
-}
-
 // criticBytes is the critic's persistent memory: the model (d bytes a weight) and its float32
 // value head [1, hidden] + [1], with gradients, float32 masters of the model's weights when d = 2,
 // float32 moments, and gradient buckets when data parallel.

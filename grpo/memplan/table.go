@@ -54,8 +54,8 @@ func WriteTable(w io.Writer, heads []string, plans []Plan) error {
 	return tw.Flush()
 }
 
-// verdict is a plan's one-word answer: "yes", "NO", "no device" (memory unknown), with "(not
-// implemented)" for the stages that do not run.
+// verdict is a plan's one-word answer: "yes", "NO", "?" (the device's memory unknown), with
+// "(not implemented)" for the stages that do not run.
 func verdict(p Plan) string {
 	v := "yes"
 	switch {
