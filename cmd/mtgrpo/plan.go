@@ -23,11 +23,12 @@ var planCommand = command{
 	summary: "Say before a run what each training rank will hold in device memory: weights, gradients, float32\n" +
 		"master weights, AdamW moments, gradient buckets, reference model, critic, KV cache, activations (with\n" +
 		"and without gradient checkpointing) and the largest logits chunk, and whether it fits the device\n" +
-		"(package grpo/memplan; docs/distributed.md). The configuration resolves as train's; only the model's\n" +
-		"config.json is read. train makes the same check at start on CUDA devices.",
+		"(package grpo/memplan; docs/distributed.md). The configuration resolves as train's; of the model only\n" +
+		"config.json is read (a Hub id is fetched into the cache as train fetches it). train makes the same\n" +
+		"check at start on CUDA devices.",
 	examples: []string{
 		"mtgrpo plan --model models/qwen --config configs/multiturn_grpo_trainer.yaml --nproc 8 --device-memory 80GB",
-		"mtgrpo plan init.arch=qwen2 init.preset=qwen2.5-32b --dtype bfloat16 --nproc 8 --device-memory 80GB --stages",
+		"mtgrpo plan init.arch=qwen2 init.preset=qwen2.5-32b --device cuda --nproc 8 --device-memory 80GB --stages",
 	},
 }
 
