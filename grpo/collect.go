@@ -15,7 +15,8 @@ import (
 // each. With DAPO's dynamic sampling, groups whose rewards are all equal carry no signal and are
 // dropped, and more tasks are drawn until Tasks groups with signal are collected or MaxGenBatches
 // rounds have run (then the step trains on what it has). frac_reward_zero_std is measured on the
-// first round, before any filtering.
+// first round, before any filtering. Deviation D11 (grpo/algo/doc.go): singleton groups are
+// dropped too.
 func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*rollout.Trajectory, error) {
 	r := t.cfg.Rollout
 	rounds := t.cfg.DAPO.MaxGenBatches
