@@ -95,7 +95,7 @@ func (t *Trainer) playPart(ctx context.Context, tasks []env.Task, lo, iter, roun
 	r := t.cfg.Rollout
 	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
-		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes,
+		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, t.envs),
 		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.Group,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 	"github.com/mtgrpo/mtgrpo/rollout"
@@ -35,6 +36,8 @@ type Config struct {
 	// PeakFLOPS is the device's peak dense FLOP/s in the training dtype (e.g. 989e12 for an H100's
 	// bf16); when set, perf/mfu reports the actor update's model FLOPs utilisation. 0: unknown.
 	PeakFLOPS float64
+	// Profile adds the rollout's time split to every step's metrics (trajectory_profiling).
+	Profile ProfileConfig
 }
 
 // RolloutConfig says what one step generates.
@@ -61,8 +64,9 @@ type RolloutConfig struct {
 	ChatVars map[string]any
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
 	Workers int
-	// MaxOpenEpisodes bounds the episodes open at once (0: all): set it to the environment's
-	// MaxConcurrent for an environment server with a session limit.
+	// MaxOpenEpisodes bounds the episodes open at once (0: all). The environment's own limit
+	// (env.Environment.MaxConcurrent, a server's session limit) applies as well: the smaller one
+	// holds (openEpisodeLimit).
 	MaxOpenEpisodes int
 }
 
@@ -234,8 +238,30 @@ func (c *Config) Validate() error {
 	return c.Loss.Validate()
 }
 
-// needsRef reports whether the reference model's log-probs are needed (a KL term anywhere).
-func (c *Config) needsRef() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+// NeedsReference reports whether training needs the reference model (Models.Reference): its
+// log-probs are read by a KL term in the loss or in the reward.
+func (c *Config) NeedsReference() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+
+// NeedsCritic reports whether training needs a critic (Models.Critic): the gae estimator.
+func (c *Config) NeedsCritic() bool { return c.Advantage.Estimator == EstGAE }
+
+// ScheduleSteps sets Optim.TotalSteps, the length of the learning-rate schedule, to the optimizer
+// steps that the given number of Steps take (Epochs × MiniBatches each), unless it is set.
+func (c *Config) ScheduleSteps(steps int) {
+	if c.Optim.TotalSteps == 0 {
+		c.Optim.TotalSteps = steps * c.Update.Epochs * c.Update.MiniBatches
+	}
+}
+
+// openEpisodeLimit is the bound on episodes open at once: the smaller of configured and the
+// environment's MaxConcurrent, where 0 means no bound.
+func openEpisodeLimit(configured int, envs *env.Environment) int {
+	limit := configured
+	if envs != nil && envs.MaxConcurrent > 0 && (limit == 0 || envs.MaxConcurrent < limit) {
+		limit = envs.MaxConcurrent
+	}
+	return limit
+}
 
 // needsOld reports whether ℓ_old must be computed before the update: the policy changes between
 // the first and a later optimizer step on the same batch.

@@ -8,7 +8,7 @@
 //	for step := range steps {
 //		metrics, trajs, err := tr.Step(ctx, tasks)  // one iteration; metrics under verl's names
 //	}
-//	val, _, _ := tr.Eval(ctx, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
+//	val, _, _ := grpo.Evaluate(ctx, engine, tok, environment, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
 //	m, _ := tr.SFT(demonstrations)                  // a supervised warm-up step
 //
 // Step reads in phase order (trainer.go): rollout (collect.go: the multi-turn driver on the live

@@ -245,12 +245,12 @@ func (j *job) openModels() error {
 	if err != nil {
 		return err
 	}
-	if g.Loss.KLCoef > 0 || g.Reward.KLCoef > 0 {
+	if g.NeedsReference() {
 		if j.ref, err = model.Load(j.baseDir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
 			return fmt.Errorf("reference model: %w", err)
 		}
 	}
-	if g.Advantage.Estimator == grpo.EstGAE {
+	if g.NeedsCritic() {
 		cdir := j.cfg.CriticModel
 		if cdir == "" {
 			cdir = j.baseDir
