@@ -113,7 +113,7 @@ func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*M
 	if r.be, err = rollout.NewModelBackend(r.m, cfg.Rollout.Tasks*cfg.Rollout.Group, 512, r.tok.EOSIDs()...); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := rollout.NewEngine(r.be, r.tok, rollout.Config{Seed: cfg.Seed})
+	eng, err := rollout.NewEngine(r.be, r.tok, rollout.EngineConfig{Seed: cfg.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
