@@ -16,7 +16,7 @@ var (
 	advGroups = []int{7, 7, 3, 7, 5, 3, 7, 1, 3, 1, 1}
 )
 
-func TestGroupNormHandWorked(t *testing.T) {
+func TestGRPOOutcomeAdvantageHandWorked(t *testing.T) {
 	// ε = 0: group 7 gives ±0.5·√3 = ±0.8660254037844386; group 3 gives {−3, −1, 4}/√13.
 	r13 := math.Sqrt(13)
 	h := math.Sqrt(3) / 2
