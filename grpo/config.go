@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -33,6 +36,8 @@ type Config struct {
 	// PeakFLOPS is the device's peak dense FLOP/s in the training dtype (e.g. 989e12 for an H100's
 	// bf16); when set, perf/mfu reports the actor update's model FLOPs utilisation. 0: unknown.
 	PeakFLOPS float64
+	// Profile adds the rollout's time split to every step's metrics (trajectory_profiling).
+	Profile ProfileConfig
 }
 
 // RolloutConfig says what one step generates.
@@ -59,8 +64,9 @@ type RolloutConfig struct {
 	ChatVars map[string]any
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
 	Workers int
-	// MaxOpenEpisodes bounds the episodes open at once (0: all): set it to the environment's
-	// MaxConcurrent for an environment server with a session limit.
+	// MaxOpenEpisodes bounds the episodes open at once (0: all). The environment's own limit
+	// (env.Environment.MaxConcurrent, a server's session limit) applies as well: the smaller one
+	// holds (openEpisodeLimit).
 	MaxOpenEpisodes int
 }
 
@@ -136,7 +142,7 @@ func Defaults() Config {
 	return Config{
 		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
-		Advantage: DefaultAdvConfig(),
+		Advantage: algo.DefaultAdvConfig(),
 		Reward:    RewardConfig{KLKind: KLK3},
 		Loss:      DefaultLossConfig(),
 		Optim: OptimConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01,
@@ -152,59 +158,59 @@ func (c *Config) Validate() error {
 	r, u, o := c.Rollout, c.Update, c.Optim
 	switch {
 	case r.Tasks < 1:
-		return badKey("rollout.tasks", "%d, want >= 1", r.Tasks)
+		return enum.BadKey("rollout.tasks", "%d, want >= 1", r.Tasks)
 	case r.Group < 1:
-		return badKey("rollout.group", "%d, want >= 1", r.Group)
+		return enum.BadKey("rollout.group", "%d, want >= 1", r.Group)
 	case r.MaxTurns < 0:
-		return badKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
+		return enum.BadKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
 	case r.MaxContextTokens < 0:
-		return badKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
+		return enum.BadKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
 	case r.MaxLen < 0:
-		return badKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
+		return enum.BadKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
 	case r.Workers < 0:
-		return badKey("rollout.workers", "%d, want >= 0", r.Workers)
+		return enum.BadKey("rollout.workers", "%d, want >= 0", r.Workers)
 	case r.MaxOpenEpisodes < 0:
-		return badKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
+		return enum.BadKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
 	case u.Epochs < 1:
-		return badKey("update.epochs", "%d, want >= 1", u.Epochs)
+		return enum.BadKey("update.epochs", "%d, want >= 1", u.Epochs)
 	case u.MiniBatches < 1:
-		return badKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
+		return enum.BadKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
 	case u.MiniBatches > r.Tasks*r.Group:
-		return badKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
+		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
 	case u.MicroTokens < 1:
-		return badKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
+		return enum.BadKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
 	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return badKey("optim.lr", "%v, want a finite number >= 0", o.LR)
+		return enum.BadKey("optim.lr", "%v, want a finite number >= 0", o.LR)
 	case !(o.Beta1 >= 0 && o.Beta1 < 1):
-		return badKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
+		return enum.BadKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
 	case !(o.Beta2 >= 0 && o.Beta2 < 1):
-		return badKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
+		return enum.BadKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
 	case !(o.Eps > 0) || math.IsInf(o.Eps, 1):
-		return badKey("optim.eps", "%v, want a finite number > 0", o.Eps)
+		return enum.BadKey("optim.eps", "%v, want a finite number > 0", o.Eps)
 	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 1):
-		return badKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
+		return enum.BadKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
 	case o.Warmup < 0:
-		return badKey("optim.warmup", "%d, want >= 0", o.Warmup)
+		return enum.BadKey("optim.warmup", "%d, want >= 0", o.Warmup)
 	case o.TotalSteps < 0:
-		return badKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
+		return enum.BadKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
 	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1):
-		return badKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
+		return enum.BadKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
 	case !(o.MaxGradNorm >= 0) || math.IsInf(o.MaxGradNorm, 1):
-		return badKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
+		return enum.BadKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
 	case c.DAPO.MaxGenBatches < 0:
-		return badKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
+		return enum.BadKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
 	case c.DAPO.OverlongLen < 0:
-		return badKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
+		return enum.BadKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
 	case !(c.DAPO.OverlongFactor >= 0) || math.IsInf(c.DAPO.OverlongFactor, 1):
-		return badKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
+		return enum.BadKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
 	case !(c.Critic.LR >= 0) || math.IsInf(c.Critic.LR, 1):
-		return badKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
+		return enum.BadKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
 	case !(c.Critic.ValueClip >= 0) || math.IsInf(c.Critic.ValueClip, 1):
-		return badKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
+		return enum.BadKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
 	case c.Critic.Warmup < 0:
-		return badKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
+		return enum.BadKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
 	case !(c.Critic.MaxGradNorm >= 0) || math.IsInf(c.Critic.MaxGradNorm, 1):
-		return badKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
+		return enum.BadKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
 	}
 	if _, err := ParseSchedule(string(o.Schedule)); err != nil {
 		return &KeyError{Key: "optim.schedule", Err: err}
@@ -216,7 +222,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if !(c.Reward.KLCoef >= 0) || math.IsInf(c.Reward.KLCoef, 0) {
-		return badKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
+		return enum.BadKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
 	}
 	if c.Reward.KLCoef > 0 {
 		if _, err := ParseKLKind(string(c.Reward.KLKind)); err != nil {
@@ -224,7 +230,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.DAPO.OverlongLen > 0 {
-		o := Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
+		o := algo.Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
 		if err := o.Validate(c.Rollout.Sampling.MaxNewTokens); err != nil {
 			return err
 		}
@@ -232,8 +238,30 @@ func (c *Config) Validate() error {
 	return c.Loss.Validate()
 }
 
-// needsRef reports whether the reference model's log-probs are needed (a KL term anywhere).
-func (c *Config) needsRef() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+// NeedsReference reports whether training needs the reference model (Models.Reference): its
+// log-probs are read by a KL term in the loss or in the reward.
+func (c *Config) NeedsReference() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+
+// NeedsCritic reports whether training needs a critic (Models.Critic): the gae estimator.
+func (c *Config) NeedsCritic() bool { return c.Advantage.Estimator == EstGAE }
+
+// ScheduleSteps sets Optim.TotalSteps, the length of the learning-rate schedule, to the optimizer
+// steps that the given number of Steps take (Epochs × MiniBatches each), unless it is set.
+func (c *Config) ScheduleSteps(steps int) {
+	if c.Optim.TotalSteps == 0 {
+		c.Optim.TotalSteps = steps * c.Update.Epochs * c.Update.MiniBatches
+	}
+}
+
+// openEpisodeLimit is the bound on episodes open at once: the smaller of configured and the
+// environment's MaxConcurrent, where 0 means no bound.
+func openEpisodeLimit(configured int, envs *env.Environment) int {
+	limit := configured
+	if envs != nil && envs.MaxConcurrent > 0 && (limit == 0 || envs.MaxConcurrent < limit) {
+		limit = envs.MaxConcurrent
+	}
+	return limit
+}
 
 // needsOld reports whether ℓ_old must be computed before the update: the policy changes between
 // the first and a later optimizer step on the same batch.

@@ -16,6 +16,3 @@ func PlanModel(c *model.Config) (memplan.Model, error) {
 		Layers: c.NumHiddenLayers, Heads: c.NumAttentionHeads, KVHeads: c.KVHeads(), HeadDim: c.HeadDimension(),
 		Vocab: c.VocabSize, Tied: c.TieWordEmbeddings}, nil
 }
-
-// NeedsReference reports whether a run of c holds a reference model (a KL term anywhere).
-func (c *Config) NeedsReference() bool { return c.needsRef() }

@@ -34,7 +34,7 @@
 //	err := torch.Run(func() error {
 //		b, _ := rollout.NewModelBackend(m, 64, 4096, tok.EOSIDs()...)  // 64 slots of 4096 tokens
 //		defer b.Close()
-//		e, _ := rollout.NewEngine(b, tok, rollout.Config{Seed: 1})
+//		e, _ := rollout.NewEngine(b, tok, rollout.EngineConfig{Seed: 1})
 //		out, err := e.Generate([]*rollout.Request{{Prompt: ids, N: 8,
 //			Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512}}})
 //		// out[0][i].Tokens, .LogProbs, .TemperedLogProbs, .Text, .Finish

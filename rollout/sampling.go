@@ -21,7 +21,7 @@ type Sampling struct {
 	MinP float64
 	// Seed makes the request's draws reproducible and independent of what else is in the batch:
 	// sample i of the request draws from its own stream (Seed, i). nil: the engine picks a seed from
-	// its own generator, so a run is reproducible from Config.Seed and the order of submissions.
+	// its own generator, so a run is reproducible from EngineConfig.Seed and the order of submissions.
 	Seed *uint64
 	// MaxNewTokens caps the generated tokens (0: DefaultMaxNewTokens). The KV cache's length caps
 	// prompt + output as well; either ends the sequence with FinishLength.

@@ -10,6 +10,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/configs"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 var demoCommand = command{
@@ -103,7 +104,7 @@ func claimDemoDir(dir string) error {
 		if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
 			return fmt.Errorf("%s holds files the demo did not write; choose another --run-dir or remove it", dir)
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := staged.Remove(dir); err != nil { // a crash midway leaves a temporary, not half a run
 			return err
 		}
 	}

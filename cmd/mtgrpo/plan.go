@@ -94,7 +94,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.GradientCheckpointing,
 		Slots: cfg.Slots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
-		Critic: g.Advantage.Estimator == grpo.EstGAE, Device: device}
+		Critic: g.NeedsCritic(), Device: device}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
 	}

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,6 +19,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -110,7 +107,9 @@ func (j *job) open(ctx context.Context) error {
 		return err
 	}
 	j.log = j.run.Log
-	removeStale(j.cfg.RunDir)
+	if err := staged.Sweep(j.cfg.RunDir); err != nil { // a killed run's half-written model directories
+		return err
+	}
 	fmt.Fprintf(j.out(), "mtgrpo train: run %s\n%s\n", j.cfg.RunDir, j.cfg.Compact())
 	j.log.Info().Str("file", filepath.Join(j.cfg.RunDir, rundir.ConfigFile)).Msg("configuration saved")
 	for _, w := range j.cfg.Warnings() { // keys accepted without effect
@@ -154,21 +153,6 @@ func (j *job) openRest(ctx context.Context) error {
 	j.log.Info().Int("train_tasks", len(j.data.train)).Int("val_tasks", len(j.data.val)).Int("sft_steps", j.sftSteps).
 		Int("rl_steps", j.rlSteps).Msg("data")
 	return j.openModels()
-}
-
-// removeStale deletes the temporary directories (.base-model.tmp-PID, .model.tmp-PID) that a
-// killed process left in the run directory.
-func removeStale(runDir string) {
-	for _, base := range []string{BaseModelDir, ModelDir} {
-		prefix := filepath.Join(runDir, "."+base+".tmp-")
-		matches, _ := filepath.Glob(prefix + "*")
-		for _, m := range matches {
-			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m, prefix), "-old"))
-			if err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
-				os.RemoveAll(m)
-			}
-		}
-	}
 }
 
 // checkInputs checks that the directories and files the configuration names exist, before the
@@ -284,12 +268,12 @@ func (j *job) openModels() error {
 	if err != nil {
 		return err
 	}
-	if g.Loss.KLCoef > 0 || g.Reward.KLCoef > 0 {
+	if g.NeedsReference() {
 		if j.ref, err = model.Load(j.baseDir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
 			return fmt.Errorf("reference model: %w", err)
 		}
 	}
-	if g.Advantage.Estimator == grpo.EstGAE {
+	if g.NeedsCritic() {
 		cdir := j.criticDir()
 		if cdir == "" {
 			cdir = j.baseDir
@@ -330,22 +314,16 @@ func (j *job) writeBaseModel(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return dir, nil
 	}
-	tmp := filepath.Join(j.cfg.RunDir, fmt.Sprintf(".%s.tmp-%d", BaseModelDir, os.Getpid()))
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("init: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	params, err := modelinit.Write(tmp, j.cfg.Init.Spec())
+	d, err := staged.Begin(dir)
 	if err != nil {
 		return "", fmt.Errorf("init: %w", err)
 	}
-	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+	defer d.Discard()
+	params, err := modelinit.Write(d.Path, j.cfg.Init.Spec())
+	if err != nil {
+		return "", fmt.Errorf("init: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := d.Commit(); err != nil {
 		return "", fmt.Errorf("init: %w", err)
 	}
 	j.log.Info().Str("dir", dir).Int64("parameters", params).Str("arch", j.cfg.Init.Arch).Str("preset", j.cfg.Init.Preset).
