@@ -51,7 +51,9 @@ docker_import_go mtgrpo-base/go
 # 3. The build, from the committed files only.
 rm -rf "$ctx"
 mkdir -p "$ctx" build
-git archive "$sha" | tar -x -C "$ctx"
+# Modes as a checkout with umask 022 makes them (git archive's default is 002): BuildKit's cache keys
+# include them, so the layers cached by a build from a clone are reused.
+git -c tar.umask=0022 archive "$sha" | tar -x -C "$ctx"
 secret=()
 if [ "$extra_ca" != none ]; then
   [ -s "$extra_ca" ] || root_die "MTGRPO_EXTRA_CA=$extra_ca: no such file (MTGRPO_EXTRA_CA=none for no extra CA)"
