@@ -10,8 +10,8 @@
 #     imported as mtgrpo-base/go:<version> (the Dockerfile's GO_IMAGE).
 #  3. docker build --network host with BASE=trixie, CUDNN_STANDIN=1 (cuDNN cannot be downloaded
 #     offline; the runtime stage takes the stand-in library from the build stage) and, as the
-#     secret extra_ca, MTGRPO_EXTRA_CA (default this machine's CA bundle, so that a TLS-inspecting
-#     proxy's CA is trusted during the build; MTGRPO_EXTRA_CA=none for none).
+#     secret extra_ca, MTGRPO_EXTRA_CA (default this machine's CA bundle when it has one, so that
+#     a TLS-inspecting proxy's CA is trusted during the build; MTGRPO_EXTRA_CA=none for none).
 #  4. In the image, with no network: `mtgrpo version` reports libtorch and CUDA unavailable,
 #     `mtgrpo demo --short` trains to the end, and the extra CA certificates are not in the image.
 #  5. The image's size.
@@ -25,7 +25,11 @@ ROOT_CHECK=check-docker
 . scripts/lib/docker.sh
 
 image=${MTGRPO_DOCKER_TAG:-mtgrpo:check}
-extra_ca=${MTGRPO_EXTRA_CA:-/etc/ssl/certs/ca-certificates.crt}
+extra_ca=${MTGRPO_EXTRA_CA:-}
+if [ -z "$extra_ca" ]; then
+  extra_ca=none
+  [ -s /etc/ssl/certs/ca-certificates.crt ] && extra_ca=/etc/ssl/certs/ca-certificates.crt
+fi
 log=$PWD/build/check-docker.log
 t0=$SECONDS
 sha=$(git rev-parse HEAD)

@@ -37,18 +37,27 @@ docker_client() {
   return 1
 }
 
+# docker_install installs Debian's docker.io (dockerd, containerd, a docker client) with apt.
+docker_install() {
+  command -v apt-get >/dev/null || root_die "needs Docker with BuildKit ($1) and found no apt-get"
+  root_say "installing docker.io with apt ($1)"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io; } >&2 ||
+    root_die "apt-get install docker.io failed"
+}
+
 docker_require() {
   [ "$(id -u)" = 0 ] || root_die "needs root (dockerd, the base roots)"
-  if ! command -v dockerd >/dev/null || ! docker_client; then
-    command -v apt-get >/dev/null || root_die "needs Docker with BuildKit (dockerd, and docker buildx or a client before 23)"
-    root_say "installing docker.io with apt (no dockerd, or no docker client that builds with BuildKit)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io; } >&2 ||
-      root_die "apt-get install docker.io failed"
+  if ! docker_client; then
+    docker_install "no docker client that builds with BuildKit"
     docker_client || root_die "no docker client here builds with BuildKit: install the buildx plugin (Debian: docker-buildx)"
   fi
   if "$DOCKER" info >/dev/null 2>&1; then
     root_say "Docker engine $("$DOCKER" version -f '{{.Server.Version}}'), client $DOCKER"
     return 0
+  fi
+  if ! command -v dockerd >/dev/null; then
+    docker_install "no engine answers and no dockerd to start"
+    "$DOCKER" info >/dev/null 2>&1 && return 0  # started by the package, where an init system runs
   fi
   local log=$MTGRPO_CACHE/docker/dockerd.log
   mkdir -p "$(dirname "$log")"
