@@ -70,19 +70,19 @@ type RolloutConfig struct {
 	MaxOpenEpisodes int
 }
 
-// UpdateConfig says how a rollout batch becomes optimizer steps.
+// UpdateConfig says how a rollout batch becomes optimizer steps (the update: section).
 type UpdateConfig struct {
 	// Epochs passes over each rollout batch (ppo_epochs); more than one needs old log-probs.
-	Epochs int
+	Epochs int `yaml:"epochs"`
 	// MiniBatches splits the batch into this many optimizer steps per epoch, by trajectory
 	// (train_batch_size / ppo_mini_batch_size); more than one needs old log-probs.
-	MiniBatches int
+	MiniBatches int `yaml:"mini_batches"`
 	// MicroTokens is the token budget of one forward/backward pass (ppo_max_token_len_per_gpu):
 	// turns are packed into micro-batches of at most this many tokens and their gradients
 	// accumulate.
-	MicroTokens int
+	MicroTokens int `yaml:"micro_tokens"`
 	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
-	Checkpoint bool
+	Checkpoint bool `yaml:"gradient_checkpointing"`
 }
 
 // OptimConfig is AdamW and its schedule.

@@ -32,21 +32,21 @@ type Config struct {
 	// Seed drives the model's initialisation, generated data, sampling and shuffles.
 	Seed uint64 `yaml:"seed"`
 
-	Env       EnvConfig       `yaml:"env"`
-	Data      DataConfig      `yaml:"data"`
-	Rollout   RolloutConfig   `yaml:"rollout"`
-	Advantage AdvantageConfig `yaml:"advantage"`
-	Reward    RewardConfig    `yaml:"reward"`
-	Loss      LossConfig      `yaml:"loss"`
-	Optim     OptimConfig     `yaml:"optim"`
-	Update    UpdateConfig    `yaml:"update"`
-	DAPO      DAPOConfig      `yaml:"dapo"`
-	Critic    CriticConfig    `yaml:"critic"`
-	SFT       SFTConfig       `yaml:"sft"`
-	Train     TrainConfig     `yaml:"train"`
-	Eval      EvalConfig      `yaml:"eval"`
-	Profiling ProfilingConfig `yaml:"profiling"`
-	Dist      DistConfig      `yaml:"dist"`
+	Env       EnvConfig         `yaml:"env"`
+	Data      DataConfig        `yaml:"data"`
+	Rollout   RolloutConfig     `yaml:"rollout"`
+	Advantage AdvantageConfig   `yaml:"advantage"`
+	Reward    RewardConfig      `yaml:"reward"`
+	Loss      LossConfig        `yaml:"loss"`
+	Optim     OptimConfig       `yaml:"optim"`
+	Update    grpo.UpdateConfig `yaml:"update"`
+	DAPO      DAPOConfig        `yaml:"dapo"`
+	Critic    CriticConfig      `yaml:"critic"`
+	SFT       SFTConfig         `yaml:"sft"`
+	Train     TrainConfig       `yaml:"train"`
+	Eval      EvalConfig        `yaml:"eval"`
+	Profiling ProfilingConfig   `yaml:"profiling"`
+	Dist      DistConfig        `yaml:"dist"`
 
 	// The parts that live outside the binary (package env/external): MCP tool servers, an
 	// OpenEnv server as the environment, an external reward function.
@@ -276,14 +276,6 @@ type OptimConfig struct {
 	MaxGradNorm float64       `yaml:"max_grad_norm"`
 }
 
-// UpdateConfig splits a step's batch into optimizer steps (grpo.UpdateConfig).
-type UpdateConfig struct {
-	Epochs                int  `yaml:"epochs"`
-	MiniBatches           int  `yaml:"mini_batches"`
-	MicroTokens           int  `yaml:"micro_tokens"`
-	GradientCheckpointing bool `yaml:"gradient_checkpointing"`
-}
-
 // DAPOConfig is DAPO's dynamic sampling and overlong penalty (grpo.DAPOConfig).
 type DAPOConfig struct {
 	DynamicSampling bool    `yaml:"dynamic_sampling"`
@@ -379,7 +371,7 @@ func Defaults() *Config {
 			AggTurns: l.Agg.Turns, AggNorm: l.Agg.Norm},
 		Optim: OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
 			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
-		Update: UpdateConfig{Epochs: g.Update.Epochs, MiniBatches: g.Update.MiniBatches, MicroTokens: g.Update.MicroTokens},
+		Update: g.Update,
 		DAPO: DAPOConfig{DynamicSampling: g.DAPO.DynamicSampling, MaxGenBatches: g.DAPO.MaxGenBatches,
 			OverlongLen: g.DAPO.OverlongLen, OverlongFactor: g.DAPO.OverlongFactor},
 		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,

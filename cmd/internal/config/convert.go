@@ -71,7 +71,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r, a, l, o, u := c.Rollout, c.Advantage, c.Loss, c.Optim, c.Update
+	r, a, l, o := c.Rollout, c.Advantage, c.Loss, c.Optim
 	g := grpo.Config{
 		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
 			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
@@ -85,8 +85,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 			Agg: grpo.AggConfig{Mode: l.Agg, Turns: l.AggTurns, Norm: l.AggNorm}},
 		Optim: grpo.OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
 			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
-		Update: grpo.UpdateConfig{Epochs: u.Epochs, MiniBatches: u.MiniBatches, MicroTokens: u.MicroTokens,
-			Checkpoint: u.GradientCheckpointing},
+		Update: c.Update,
 		DAPO: grpo.DAPOConfig{DynamicSampling: c.DAPO.DynamicSampling, MaxGenBatches: c.DAPO.MaxGenBatches,
 			OverlongLen: c.DAPO.OverlongLen, OverlongFactor: c.DAPO.OverlongFactor},
 		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,

@@ -158,11 +158,17 @@ func (c *Config) validateLoop() error {
 		size{"dist.rollout_ranks", c.Dist.RolloutRanks, 0, maxCount}, size{"train.steps", t.Steps, 0, maxCount},
 		size{"train.eval_every", t.EvalEvery, 0, maxCount}, size{"train.checkpoint_every", t.CheckpointEvery, 0, maxCount},
 		size{"train.keep_checkpoints", t.KeepCheckpoints, 0, maxCount}, size{"train.samples", t.Samples, 0, maxTrajectories},
-		size{"eval.samples", e.Samples, 1, maxTrajectories}, size{"train.epochs", t.Epochs, 0, maxCount},
-		size{"update.epochs", c.Update.Epochs, 0, maxCount}, size{"update.mini_batches", c.Update.MiniBatches, 0, maxTrajectories},
-		size{"update.micro_tokens", c.Update.MicroTokens, 0, maxTokensPerStep}, size{"optim.warmup", c.Optim.Warmup, 0, maxCount},
-		size{"critic.warmup", c.Critic.Warmup, 0, maxCount}, size{"dapo.max_gen_batches", c.DAPO.MaxGenBatches, 0, maxCount},
-		size{"dapo.overlong_len", c.DAPO.OverlongLen, 0, maxTokens}); err != nil {
+		size{"eval.samples", e.Samples, 1, maxTrajectories}, size{"train.epochs", t.Epochs, 0, maxCount}); err != nil {
+		return err
+	}
+	// The trainer's sections are checked by the trainer (grpo.Config.Validate, in Validate); the
+	// program only bounds their sizes, as it does every size.
+	const noLeast = math.MinInt
+	if err := c.sizes(size{"update.epochs", c.Update.Epochs, noLeast, maxCount},
+		size{"update.mini_batches", c.Update.MiniBatches, noLeast, maxTrajectories},
+		size{"update.micro_tokens", c.Update.MicroTokens, noLeast, maxTokensPerStep}, size{"optim.warmup", c.Optim.Warmup, noLeast, maxCount},
+		size{"critic.warmup", c.Critic.Warmup, noLeast, maxCount}, size{"dapo.max_gen_batches", c.DAPO.MaxGenBatches, noLeast, maxCount},
+		size{"dapo.overlong_len", c.DAPO.OverlongLen, noLeast, maxTokens}); err != nil {
 		return err
 	}
 	if _, ok := product(c.Data.ValSize, e.Samples, maxTrajectories); c.Data.Val == "" && !ok {
