@@ -85,23 +85,28 @@ type UpdateConfig struct {
 	Checkpoint bool `yaml:"gradient_checkpointing"`
 }
 
-// OptimConfig is AdamW and its schedule.
+// OptimConfig is AdamW and its schedule (the optim: section).
 type OptimConfig struct {
-	LR          float64 // peak learning rate
-	Beta1       float64
-	Beta2       float64
-	Eps         float64
-	WeightDecay float64 // decoupled; biases and norm weights are exempt
+	// LR is the peak learning rate (actor.optim.lr).
+	LR float64 `yaml:"lr"`
+	// Beta1 and Beta2 are AdamW's moment decays (betas).
+	Beta1 float64 `yaml:"beta1"`
+	Beta2 float64 `yaml:"beta2"`
+	// Eps is AdamW's ε.
+	Eps float64 `yaml:"eps"`
+	// WeightDecay is decoupled; biases and norm weights are exempt.
+	WeightDecay float64 `yaml:"weight_decay"`
 	// Warmup optimizer steps of linear warmup (lr_warmup_steps).
-	Warmup int
+	Warmup int `yaml:"warmup"`
 	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
-	Schedule   Schedule
-	MinLRRatio float64
-	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown).
-	TotalSteps int
+	Schedule   Schedule `yaml:"schedule"`
+	MinLRRatio float64  `yaml:"min_lr_ratio"`
+	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown). The trainer
+	// sets it from the run's length (ScheduleSteps); it is not a configuration key.
+	TotalSteps int `yaml:"-"`
 	// MaxGradNorm clips the global gradient norm (grad_clip; 0: no clipping). A non-finite norm
 	// always skips the step.
-	MaxGradNorm float64
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
 // RewardConfig shapes trajectory rewards before the advantages are computed.

@@ -38,7 +38,7 @@ type Config struct {
 	Advantage AdvantageConfig   `yaml:"advantage"`
 	Reward    RewardConfig      `yaml:"reward"`
 	Loss      LossConfig        `yaml:"loss"`
-	Optim     OptimConfig       `yaml:"optim"`
+	Optim     grpo.OptimConfig  `yaml:"optim"`
 	Update    grpo.UpdateConfig `yaml:"update"`
 	DAPO      DAPOConfig        `yaml:"dapo"`
 	Critic    CriticConfig      `yaml:"critic"`
@@ -263,19 +263,6 @@ type LossConfig struct {
 	AggNorm      float64            `yaml:"agg_norm"`
 }
 
-// OptimConfig is AdamW and its schedule (grpo.OptimConfig).
-type OptimConfig struct {
-	LR          float64       `yaml:"lr"`
-	Beta1       float64       `yaml:"beta1"`
-	Beta2       float64       `yaml:"beta2"`
-	Eps         float64       `yaml:"eps"`
-	WeightDecay float64       `yaml:"weight_decay"`
-	Warmup      int           `yaml:"warmup"`
-	Schedule    grpo.Schedule `yaml:"schedule"`
-	MinLRRatio  float64       `yaml:"min_lr_ratio"`
-	MaxGradNorm float64       `yaml:"max_grad_norm"`
-}
-
 // DAPOConfig is DAPO's dynamic sampling and overlong penalty (grpo.DAPOConfig).
 type DAPOConfig struct {
 	DynamicSampling bool    `yaml:"dynamic_sampling"`
@@ -353,7 +340,7 @@ type ProfilingConfig struct {
 // at the end, exports and writes its report.
 func Defaults() *Config {
 	g := grpo.Defaults()
-	r, a, l, o := g.Rollout, g.Advantage, g.Loss, g.Optim
+	r, a, l := g.Rollout, g.Advantage, g.Loss
 	return &Config{
 		RunDir: "runs/train",
 		Device: "cpu",
@@ -369,8 +356,7 @@ func Defaults() *Config {
 			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
 			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax, Agg: l.Agg.Mode,
 			AggTurns: l.Agg.Turns, AggNorm: l.Agg.Norm},
-		Optim: OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
+		Optim:  g.Optim,
 		Update: g.Update,
 		DAPO: DAPOConfig{DynamicSampling: g.DAPO.DynamicSampling, MaxGenBatches: g.DAPO.MaxGenBatches,
 			OverlongLen: g.DAPO.OverlongLen, OverlongFactor: g.DAPO.OverlongFactor},

@@ -71,7 +71,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r, a, l, o := c.Rollout, c.Advantage, c.Loss, c.Optim
+	r, a, l := c.Rollout, c.Advantage, c.Loss
 	g := grpo.Config{
 		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
 			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
@@ -83,8 +83,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
 			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax,
 			Agg: grpo.AggConfig{Mode: l.Agg, Turns: l.AggTurns, Norm: l.AggNorm}},
-		Optim: grpo.OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
+		Optim:  c.Optim,
 		Update: c.Update,
 		DAPO: grpo.DAPOConfig{DynamicSampling: c.DAPO.DynamicSampling, MaxGenBatches: c.DAPO.MaxGenBatches,
 			OverlongLen: c.DAPO.OverlongLen, OverlongFactor: c.DAPO.OverlongFactor},
