@@ -120,18 +120,19 @@ type RewardConfig struct {
 	KLKind KLKind
 }
 
-// DAPOConfig holds DAPO's dynamic sampling and overlong buffer.
+// DAPOConfig holds DAPO's dynamic sampling and overlong buffer (the dapo: section).
 type DAPOConfig struct {
 	// DynamicSampling drops groups whose rewards are all equal (no learning signal) and keeps
 	// generating until Rollout.Tasks groups with signal are collected (filter_groups.enable).
-	DynamicSampling bool
+	DynamicSampling bool `yaml:"dynamic_sampling"`
 	// MaxGenBatches caps the generation rounds of one step (filter_groups.max_num_gen_batches;
 	// 0: 4). When the cap is hit the step trains on the groups it has.
-	MaxGenBatches int
+	MaxGenBatches int `yaml:"max_gen_batches"`
 	// OverlongLen is the buffer before the length limit in which a linear penalty applies
-	// (overlong_buffer.len; 0: off), OverlongFactor the penalty at the limit (penalty_factor).
-	OverlongLen    int
-	OverlongFactor float64
+	// (overlong_buffer.len; 0: off).
+	OverlongLen int `yaml:"overlong_len"`
+	// OverlongFactor is the penalty at the limit (overlong_buffer.penalty_factor).
+	OverlongFactor float64 `yaml:"overlong_factor"`
 }
 
 // CriticConfig is the PPO value model.

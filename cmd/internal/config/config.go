@@ -40,7 +40,7 @@ type Config struct {
 	Loss      LossConfig        `yaml:"loss"`
 	Optim     grpo.OptimConfig  `yaml:"optim"`
 	Update    grpo.UpdateConfig `yaml:"update"`
-	DAPO      DAPOConfig        `yaml:"dapo"`
+	DAPO      grpo.DAPOConfig   `yaml:"dapo"`
 	Critic    CriticConfig      `yaml:"critic"`
 	SFT       SFTConfig         `yaml:"sft"`
 	Train     TrainConfig       `yaml:"train"`
@@ -263,14 +263,6 @@ type LossConfig struct {
 	AggNorm      float64            `yaml:"agg_norm"`
 }
 
-// DAPOConfig is DAPO's dynamic sampling and overlong penalty (grpo.DAPOConfig).
-type DAPOConfig struct {
-	DynamicSampling bool    `yaml:"dynamic_sampling"`
-	MaxGenBatches   int     `yaml:"max_gen_batches"`
-	OverlongLen     int     `yaml:"overlong_len"`
-	OverlongFactor  float64 `yaml:"overlong_factor"`
-}
-
 // CriticConfig is the PPO critic's optimisation (grpo.CriticConfig).
 type CriticConfig struct {
 	LR          float64 `yaml:"lr"`
@@ -358,8 +350,7 @@ func Defaults() *Config {
 			AggTurns: l.Agg.Turns, AggNorm: l.Agg.Norm},
 		Optim:  g.Optim,
 		Update: g.Update,
-		DAPO: DAPOConfig{DynamicSampling: g.DAPO.DynamicSampling, MaxGenBatches: g.DAPO.MaxGenBatches,
-			OverlongLen: g.DAPO.OverlongLen, OverlongFactor: g.DAPO.OverlongFactor},
+		DAPO:   g.DAPO,
 		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
 			MaxGradNorm: g.Critic.MaxGradNorm},
 		SFT:   SFTConfig{LR: 1e-4, Schedule: grpo.Constant, Batch: 16, Tasks: 256},
