@@ -109,15 +109,16 @@ type OptimConfig struct {
 	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
-// RewardConfig shapes trajectory rewards before the advantages are computed.
+// RewardConfig shapes trajectory rewards before the advantages are computed (the reward:
+// section).
 type RewardConfig struct {
 	// KLCoef puts the KL to the reference in the reward instead of (or besides) the loss
 	// (algorithm.use_kl_in_reward with kl_ctrl.kl_coef): every trained token gets −KLCoef·KL as a
 	// token reward; outcome estimators add those to the trajectory's score, GAE sees them per token.
 	// 0: off (no reference model needed for it).
-	KLCoef float64
+	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the estimator of the KL in the reward (algorithm.kl_penalty).
-	KLKind KLKind
+	KLKind KLKind `yaml:"kl_kind"`
 }
 
 // DAPOConfig holds DAPO's dynamic sampling and overlong buffer (the dapo: section).

@@ -36,7 +36,7 @@ type Config struct {
 	Data      DataConfig        `yaml:"data"`
 	Rollout   RolloutConfig     `yaml:"rollout"`
 	Advantage AdvantageConfig   `yaml:"advantage"`
-	Reward    RewardConfig      `yaml:"reward"`
+	Reward    grpo.RewardConfig `yaml:"reward"`
 	Loss      LossConfig        `yaml:"loss"`
 	Optim     grpo.OptimConfig  `yaml:"optim"`
 	Update    grpo.UpdateConfig `yaml:"update"`
@@ -238,12 +238,6 @@ type AdvantageConfig struct {
 	TurnGamma float64        `yaml:"turn_gamma"`
 }
 
-// RewardConfig puts a KL penalty into the reward (grpo.RewardConfig).
-type RewardConfig struct {
-	KLCoef float64     `yaml:"kl_coef"`
-	KLKind grpo.KLKind `yaml:"kl_kind"`
-}
-
 // LossConfig is the policy loss (grpo.LossConfig).
 type LossConfig struct {
 	Policy       grpo.PolicyLoss    `yaml:"policy"`
@@ -343,7 +337,7 @@ func Defaults() *Config {
 			Condenser: CondenserConfig{Type: CondenseFull}},
 		Advantage: AdvantageConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
 			Gamma: a.GAE.Gamma, Lambda: a.GAE.Lambda, BiLevel: a.GAE.BiLevel, TurnGamma: a.GAE.TurnGamma},
-		Reward: RewardConfig{KLCoef: g.Reward.KLCoef, KLKind: g.Reward.KLKind},
+		Reward: g.Reward,
 		Loss: LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
 			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
 			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax, Agg: l.Agg.Mode,

@@ -78,7 +78,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 			ChatVars: r.ChatVars, Workers: r.Workers},
 		Advantage: grpo.AdvConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
 			GAE: grpo.GAEConfig{Gamma: a.Gamma, Lambda: a.Lambda, BiLevel: a.BiLevel, TurnGamma: a.TurnGamma}},
-		Reward: grpo.RewardConfig{KLCoef: c.Reward.KLCoef, KLKind: c.Reward.KLKind},
+		Reward: c.Reward,
 		Loss: grpo.LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
 			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
 			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax,
