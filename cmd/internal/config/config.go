@@ -37,7 +37,7 @@ type Config struct {
 	Rollout   RolloutConfig     `yaml:"rollout"`
 	Advantage AdvantageConfig   `yaml:"advantage"`
 	Reward    grpo.RewardConfig `yaml:"reward"`
-	Loss      LossConfig        `yaml:"loss"`
+	Loss      grpo.LossConfig   `yaml:"loss"`
 	Optim     grpo.OptimConfig  `yaml:"optim"`
 	Update    grpo.UpdateConfig `yaml:"update"`
 	DAPO      grpo.DAPOConfig   `yaml:"dapo"`
@@ -238,25 +238,6 @@ type AdvantageConfig struct {
 	TurnGamma float64        `yaml:"turn_gamma"`
 }
 
-// LossConfig is the policy loss (grpo.LossConfig).
-type LossConfig struct {
-	Policy       grpo.PolicyLoss    `yaml:"policy"`
-	ClipLow      float64            `yaml:"clip_low"`
-	ClipHigh     float64            `yaml:"clip_high"`
-	DualClip     float64            `yaml:"dual_clip"`
-	GSPOClipLow  float64            `yaml:"gspo_clip_low"`
-	GSPOClipHigh float64            `yaml:"gspo_clip_high"`
-	KLCoef       float64            `yaml:"kl_coef"`
-	KLKind       grpo.KLKind        `yaml:"kl_kind"`
-	EntropyCoef  float64            `yaml:"entropy_coef"`
-	IS           grpo.ISMode        `yaml:"is"`
-	ISMin        float64            `yaml:"is_min"`
-	ISMax        float64            `yaml:"is_max"`
-	Agg          grpo.AggMode       `yaml:"agg"`
-	AggTurns     grpo.TurnWeighting `yaml:"agg_turns"`
-	AggNorm      float64            `yaml:"agg_norm"`
-}
-
 // CriticConfig is the PPO critic's optimisation (grpo.CriticConfig).
 type CriticConfig struct {
 	LR          float64 `yaml:"lr"`
@@ -326,7 +307,7 @@ type ProfilingConfig struct {
 // at the end, exports and writes its report.
 func Defaults() *Config {
 	g := grpo.Defaults()
-	r, a, l := g.Rollout, g.Advantage, g.Loss
+	r, a := g.Rollout, g.Advantage
 	return &Config{
 		RunDir: "runs/train",
 		Device: "cpu",
@@ -338,10 +319,7 @@ func Defaults() *Config {
 		Advantage: AdvantageConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
 			Gamma: a.GAE.Gamma, Lambda: a.GAE.Lambda, BiLevel: a.GAE.BiLevel, TurnGamma: a.GAE.TurnGamma},
 		Reward: g.Reward,
-		Loss: LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
-			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
-			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax, Agg: l.Agg.Mode,
-			AggTurns: l.Agg.Turns, AggNorm: l.Agg.Norm},
+		Loss:   g.Loss,
 		Optim:  g.Optim,
 		Update: g.Update,
 		DAPO:   g.DAPO,

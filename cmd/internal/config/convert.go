@@ -71,7 +71,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r, a, l := c.Rollout, c.Advantage, c.Loss
+	r, a := c.Rollout, c.Advantage
 	g := grpo.Config{
 		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
 			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
@@ -79,10 +79,7 @@ func (c *Config) Trainer() (grpo.Config, error) {
 		Advantage: grpo.AdvConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
 			GAE: grpo.GAEConfig{Gamma: a.Gamma, Lambda: a.Lambda, BiLevel: a.BiLevel, TurnGamma: a.TurnGamma}},
 		Reward: c.Reward,
-		Loss: grpo.LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
-			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
-			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax,
-			Agg: grpo.AggConfig{Mode: l.Agg, Turns: l.AggTurns, Norm: l.AggNorm}},
+		Loss:   c.Loss,
 		Optim:  c.Optim,
 		Update: c.Update,
 		DAPO:   c.DAPO,
