@@ -35,7 +35,7 @@ type Config struct {
 	Env       EnvConfig         `yaml:"env"`
 	Data      DataConfig        `yaml:"data"`
 	Rollout   RolloutConfig     `yaml:"rollout"`
-	Advantage AdvantageConfig   `yaml:"advantage"`
+	Advantage grpo.AdvConfig    `yaml:"advantage"`
 	Reward    grpo.RewardConfig `yaml:"reward"`
 	Loss      grpo.LossConfig   `yaml:"loss"`
 	Optim     grpo.OptimConfig  `yaml:"optim"`
@@ -226,18 +226,6 @@ type CondenserConfig struct {
 	TrainSummary  bool `yaml:"train_summary"`
 }
 
-// AdvantageConfig is the advantage estimator (grpo.AdvConfig).
-type AdvantageConfig struct {
-	Estimator grpo.Estimator `yaml:"estimator"`
-	Eps       float64        `yaml:"eps"`
-	NormStd   bool           `yaml:"norm_std"`
-	TurnCoef  float64        `yaml:"turn_coef"`
-	Gamma     float64        `yaml:"gamma"`
-	Lambda    float64        `yaml:"lambda"`
-	BiLevel   bool           `yaml:"bi_level"`
-	TurnGamma float64        `yaml:"turn_gamma"`
-}
-
 // CriticConfig is the PPO critic's optimisation (grpo.CriticConfig).
 type CriticConfig struct {
 	LR          float64 `yaml:"lr"`
@@ -307,7 +295,7 @@ type ProfilingConfig struct {
 // at the end, exports and writes its report.
 func Defaults() *Config {
 	g := grpo.Defaults()
-	r, a := g.Rollout, g.Advantage
+	r := g.Rollout
 	return &Config{
 		RunDir: "runs/train",
 		Device: "cpu",
@@ -316,13 +304,12 @@ func Defaults() *Config {
 		Rollout: RolloutConfig{Tasks: r.Tasks, Group: r.Group, Temperature: r.Sampling.Temperature, TopP: 1,
 			MaxNewTokens: r.Sampling.MaxNewTokens, MaxContextTokens: r.MaxContextTokens,
 			Condenser: CondenserConfig{Type: CondenseFull}},
-		Advantage: AdvantageConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
-			Gamma: a.GAE.Gamma, Lambda: a.GAE.Lambda, BiLevel: a.GAE.BiLevel, TurnGamma: a.GAE.TurnGamma},
-		Reward: g.Reward,
-		Loss:   g.Loss,
-		Optim:  g.Optim,
-		Update: g.Update,
-		DAPO:   g.DAPO,
+		Advantage: g.Advantage,
+		Reward:    g.Reward,
+		Loss:      g.Loss,
+		Optim:     g.Optim,
+		Update:    g.Update,
+		DAPO:      g.DAPO,
 		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
 			MaxGradNorm: g.Critic.MaxGradNorm},
 		SFT:   SFTConfig{LR: 1e-4, Schedule: grpo.Constant, Batch: 16, Tasks: 256},

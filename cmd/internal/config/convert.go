@@ -71,18 +71,17 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r, a := c.Rollout, c.Advantage
+	r := c.Rollout
 	g := grpo.Config{
 		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
 			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
 			ChatVars: r.ChatVars, Workers: r.Workers},
-		Advantage: grpo.AdvConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
-			GAE: grpo.GAEConfig{Gamma: a.Gamma, Lambda: a.Lambda, BiLevel: a.BiLevel, TurnGamma: a.TurnGamma}},
-		Reward: c.Reward,
-		Loss:   c.Loss,
-		Optim:  c.Optim,
-		Update: c.Update,
-		DAPO:   c.DAPO,
+		Advantage: c.Advantage,
+		Reward:    c.Reward,
+		Loss:      c.Loss,
+		Optim:     c.Optim,
+		Update:    c.Update,
+		DAPO:      c.DAPO,
 		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,
 			MaxGradNorm: c.Critic.MaxGradNorm},
 		Seed: c.Seed,

@@ -57,14 +57,14 @@ func (c *Config) validateEffects() error {
 	var errs []error
 	a := c.Advantage
 	gae := a.Estimator == grpo.EstGAE
-	if a.BiLevel && !gae {
+	if a.GAE.BiLevel && !gae {
 		errs = append(errs, c.bad("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
 			"(algorithm.adv_estimator=gae), not %s (%s)", a.Estimator, c.Origin("advantage.estimator")))
 	}
 	noEffect := func(key, why string) {
 		c.warn(fmt.Sprintf("%s: %s has no effect: %s", c.Origin(key), key, why))
 	}
-	if !a.BiLevel && c.explicit("advantage.turn_gamma") {
+	if !a.GAE.BiLevel && c.explicit("advantage.turn_gamma") {
 		noEffect("advantage.turn_gamma", "it is bi-level GAE's turn discount (advantage.bi_level true, estimator gae)")
 	}
 	if !gae {
@@ -74,7 +74,7 @@ func (c *Config) validateEffects() error {
 			}
 		}
 		d := Defaults().Advantage
-		if c.explicit("advantage.gamma") && a.Gamma != d.Gamma || c.explicit("advantage.lambda") && a.Lambda != d.Lambda {
+		if c.explicit("advantage.gamma") && a.GAE.Gamma != d.GAE.Gamma || c.explicit("advantage.lambda") && a.GAE.Lambda != d.GAE.Lambda {
 			noEffect("advantage.gamma", fmt.Sprintf("γ and λ are GAE's (advantage.estimator gae), not %s's", a.Estimator))
 		}
 	}

@@ -253,7 +253,7 @@ func TestHintsByMeaning(t *testing.T) {
 func TestAlignAnythingMeansPPO(t *testing.T) {
 	f := writeYAML(t, "model: m\ntrain_cfgs:\n  bi_level_gae: true\n  high_level_gamma: 0.9\n")
 	c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv})
-	if err != nil || c.Advantage.Estimator != grpo.EstGAE || !c.Advantage.BiLevel || c.Advantage.TurnGamma != 0.9 {
+	if err != nil || c.Advantage.Estimator != grpo.EstGAE || !c.Advantage.GAE.BiLevel || c.Advantage.GAE.TurnGamma != 0.9 {
 		t.Fatalf("%+v %v", c.Advantage, err)
 	}
 	if got := c.Origin("advantage.estimator"); !strings.Contains(got, f+":3") || !strings.Contains(got, "PPO with a critic") {
