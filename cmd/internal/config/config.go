@@ -32,21 +32,21 @@ type Config struct {
 	// Seed drives the model's initialisation, generated data, sampling and shuffles.
 	Seed uint64 `yaml:"seed"`
 
-	Env       EnvConfig         `yaml:"env"`
-	Data      DataConfig        `yaml:"data"`
-	Rollout   RolloutConfig     `yaml:"rollout"`
-	Advantage grpo.AdvConfig    `yaml:"advantage"`
-	Reward    grpo.RewardConfig `yaml:"reward"`
-	Loss      grpo.LossConfig   `yaml:"loss"`
-	Optim     grpo.OptimConfig  `yaml:"optim"`
-	Update    grpo.UpdateConfig `yaml:"update"`
-	DAPO      grpo.DAPOConfig   `yaml:"dapo"`
-	Critic    CriticConfig      `yaml:"critic"`
-	SFT       SFTConfig         `yaml:"sft"`
-	Train     TrainConfig       `yaml:"train"`
-	Eval      EvalConfig        `yaml:"eval"`
-	Profiling ProfilingConfig   `yaml:"profiling"`
-	Dist      DistConfig        `yaml:"dist"`
+	Env       EnvConfig          `yaml:"env"`
+	Data      DataConfig         `yaml:"data"`
+	Rollout   RolloutConfig      `yaml:"rollout"`
+	Advantage grpo.AdvConfig     `yaml:"advantage"`
+	Reward    grpo.RewardConfig  `yaml:"reward"`
+	Loss      grpo.LossConfig    `yaml:"loss"`
+	Optim     grpo.OptimConfig   `yaml:"optim"`
+	Update    grpo.UpdateConfig  `yaml:"update"`
+	DAPO      grpo.DAPOConfig    `yaml:"dapo"`
+	Critic    CriticConfig       `yaml:"critic"`
+	SFT       SFTConfig          `yaml:"sft"`
+	Train     TrainConfig        `yaml:"train"`
+	Eval      EvalConfig         `yaml:"eval"`
+	Profiling grpo.ProfileConfig `yaml:"profiling"`
+	Dist      DistConfig         `yaml:"dist"`
 
 	// The parts that live outside the binary (package env/external): MCP tool servers, an
 	// OpenEnv server as the environment, an external reward function.
@@ -281,13 +281,6 @@ type EvalConfig struct {
 	TopP        float64 `yaml:"top_p"`
 	// Before evaluates the starting model (and after SFT) so the summary can compare.
 	Before bool `yaml:"before"`
-}
-
-// ProfilingConfig adds the rollout's time split to every step's metrics (profile/*_s).
-type ProfilingConfig struct {
-	Enable       bool `yaml:"enable"`
-	Rewards      bool `yaml:"rewards"`
-	Condensation bool `yaml:"condensation"`
 }
 
 // Defaults is the configuration before any preset: the trainer's defaults (grpo.Defaults), the

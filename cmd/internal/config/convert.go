@@ -84,7 +84,8 @@ func (c *Config) Trainer() (grpo.Config, error) {
 		DAPO:      c.DAPO,
 		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,
 			MaxGradNorm: c.Critic.MaxGradNorm},
-		Seed: c.Seed,
+		Seed:    c.Seed,
+		Profile: c.Profiling,
 	}
 	return g, nil
 }
