@@ -7,6 +7,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 )
 
 // Config is one run's resolved configuration: what train, eval and demo run from, printed at
@@ -35,7 +36,7 @@ type Config struct {
 	Env       EnvConfig          `yaml:"env"`
 	Data      DataConfig         `yaml:"data"`
 	Rollout   RolloutConfig      `yaml:"rollout"`
-	Advantage grpo.AdvConfig     `yaml:"advantage"`
+	Advantage algo.AdvConfig     `yaml:"advantage"`
 	Reward    grpo.RewardConfig  `yaml:"reward"`
 	Loss      grpo.LossConfig    `yaml:"loss"`
 	Optim     grpo.OptimConfig   `yaml:"optim"`
@@ -244,7 +245,7 @@ type SFTConfig struct {
 	// Schedule after warmup: constant, or cosine down to MinLRRatio·LR at the last SFT step (a
 	// warm-up that ends at a small rate ends in a settled model, not wherever the last steps at
 	// full rate left it).
-	Schedule   grpo.Schedule `yaml:"schedule"`
+	Schedule   algo.Schedule `yaml:"schedule"`
 	MinLRRatio float64       `yaml:"min_lr_ratio"`
 	Batch      int           `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
@@ -305,7 +306,7 @@ func Defaults() *Config {
 		DAPO:      g.DAPO,
 		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
 			MaxGradNorm: g.Critic.MaxGradNorm},
-		SFT:   SFTConfig{LR: 1e-4, Schedule: grpo.Constant, Batch: 16, Tasks: 256},
+		SFT:   SFTConfig{LR: 1e-4, Schedule: algo.Constant, Batch: 16, Tasks: 256},
 		Train: TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
 		Eval:  EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
 	}

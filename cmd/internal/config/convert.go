@@ -9,6 +9,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -100,7 +101,7 @@ func (c *Config) SFTTrainer() (grpo.Config, error) {
 	s := c.SFT
 	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.MinLRRatio, g.Optim.TotalSteps = s.LR, s.Warmup, s.Schedule, s.MinLRRatio, s.Steps
 	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
-	g.Advantage.Estimator = grpo.EstGRPO
+	g.Advantage.Estimator = algo.EstGRPO
 	return g, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
-	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 )
 
 // finish runs once every source is read: each family combines its Derived keys, and a layout's
@@ -56,7 +56,7 @@ func (c *Config) explicit(key string) bool {
 func (c *Config) validateEffects() error {
 	var errs []error
 	a := c.Advantage
-	gae := a.Estimator == grpo.EstGAE
+	gae := a.Estimator == algo.EstGAE
 	if a.GAE.BiLevel && !gae {
 		errs = append(errs, c.bad("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
 			"(algorithm.adv_estimator=gae), not %s (%s)", a.Estimator, c.Origin("advantage.estimator")))

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
@@ -204,13 +205,13 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 // enums check (and canonicalise) the values of enumerated fields as they are read, so that a bad
 // value is reported with its file and line.
 var enums = map[reflect.Type]func(string) (string, error){
-	reflect.TypeOf(grpo.Estimator("")):     parseAs(grpo.ParseEstimator),
-	reflect.TypeOf(grpo.AggMode("")):       parseAs(grpo.ParseAggMode),
-	reflect.TypeOf(grpo.TurnWeighting("")): parseAs(grpo.ParseTurnWeighting),
-	reflect.TypeOf(grpo.KLKind("")):        parseAs(grpo.ParseKLKind),
+	reflect.TypeOf(algo.Estimator("")):     parseAs(algo.ParseEstimator),
+	reflect.TypeOf(algo.AggMode("")):       parseAs(algo.ParseAggMode),
+	reflect.TypeOf(algo.TurnWeighting("")): parseAs(algo.ParseTurnWeighting),
+	reflect.TypeOf(algo.KLKind("")):        parseAs(algo.ParseKLKind),
 	reflect.TypeOf(grpo.PolicyLoss("")):    parseAs(grpo.ParsePolicyLoss),
 	reflect.TypeOf(grpo.ISMode("")):        parseAs(grpo.ParseISMode),
-	reflect.TypeOf(grpo.Schedule("")):      parseAs(grpo.ParseSchedule),
+	reflect.TypeOf(algo.Schedule("")):      parseAs(algo.ParseSchedule),
 	reflect.TypeOf(CondenserType("")):      parseAs(parseCondenser),
 }
 
@@ -311,7 +312,7 @@ func inlined(f reflect.StructField) bool {
 var sections = map[string]bool{
 	reflect.TypeOf(Config{}).PkgPath():         true,
 	reflect.TypeOf(grpo.Config{}).PkgPath():    true,
-	reflect.TypeOf(grpo.AdvConfig{}).PkgPath(): true,
+	reflect.TypeOf(algo.AdvConfig{}).PkgPath(): true,
 }
 
 func yamlName(f reflect.StructField) string {
