@@ -136,12 +136,16 @@ type DAPOConfig struct {
 	OverlongFactor float64 `yaml:"overlong_factor"`
 }
 
-// CriticConfig is the PPO value model.
+// CriticConfig is the PPO value model (the critic: section).
 type CriticConfig struct {
-	LR          float64 // critic learning rate (critic.optim.lr)
-	Warmup      int     // critic warmup steps: the actor is not updated before (trainer.critic_warmup)
-	ValueClip   float64 // ε_v of the clipped value loss (critic.cliprange_value)
-	MaxGradNorm float64
+	// LR is the critic's learning rate (critic.optim.lr).
+	LR float64 `yaml:"lr"`
+	// Warmup is the critic's warmup steps: the actor is not updated before (trainer.critic_warmup).
+	Warmup int `yaml:"warmup"`
+	// ValueClip is ε_v of the clipped value loss (critic.cliprange_value).
+	ValueClip float64 `yaml:"value_clip"`
+	// MaxGradNorm clips the critic's gradient norm (critic.grad_clip; 0: no clipping).
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
 // Defaults are verl's defaults where verl has one, scaled for small models where it matters.

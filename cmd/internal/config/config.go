@@ -42,7 +42,7 @@ type Config struct {
 	Optim     grpo.OptimConfig   `yaml:"optim"`
 	Update    grpo.UpdateConfig  `yaml:"update"`
 	DAPO      grpo.DAPOConfig    `yaml:"dapo"`
-	Critic    CriticConfig       `yaml:"critic"`
+	Critic    grpo.CriticConfig  `yaml:"critic"`
 	SFT       SFTConfig          `yaml:"sft"`
 	Train     TrainConfig        `yaml:"train"`
 	Eval      EvalConfig         `yaml:"eval"`
@@ -227,14 +227,6 @@ type CondenserConfig struct {
 	TrainSummary  bool `yaml:"train_summary"`
 }
 
-// CriticConfig is the PPO critic's optimisation (grpo.CriticConfig).
-type CriticConfig struct {
-	LR          float64 `yaml:"lr"`
-	Warmup      int     `yaml:"warmup"`
-	ValueClip   float64 `yaml:"value_clip"`
-	MaxGradNorm float64 `yaml:"max_grad_norm"`
-}
-
 // SFTConfig is the supervised warm-up before RL, on the environment's demonstrations.
 type SFTConfig struct {
 	// Steps of SFT (0: none). Each is one optimizer step on Batch demonstrations.
@@ -304,10 +296,9 @@ func Defaults() *Config {
 		Optim:     g.Optim,
 		Update:    g.Update,
 		DAPO:      g.DAPO,
-		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
-			MaxGradNorm: g.Critic.MaxGradNorm},
-		SFT:   SFTConfig{LR: 1e-4, Schedule: algo.Constant, Batch: 16, Tasks: 256},
-		Train: TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
-		Eval:  EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
+		Critic:    g.Critic,
+		SFT:       SFTConfig{LR: 1e-4, Schedule: algo.Constant, Batch: 16, Tasks: 256},
+		Train:     TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
+		Eval:      EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
 	}
 }

@@ -83,10 +83,9 @@ func (c *Config) Trainer() (grpo.Config, error) {
 		Optim:     c.Optim,
 		Update:    c.Update,
 		DAPO:      c.DAPO,
-		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,
-			MaxGradNorm: c.Critic.MaxGradNorm},
-		Seed:    c.Seed,
-		Profile: c.Profiling,
+		Critic:    c.Critic,
+		Seed:      c.Seed,
+		Profile:   c.Profiling,
 	}
 	return g, nil
 }
