@@ -8,6 +8,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/openenv"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Config is one run's resolved configuration: what train, eval and demo run from, printed at
@@ -187,7 +188,7 @@ type RolloutConfig struct {
 	// MaxContextTokens ends an episode whose next context would be longer.
 	MaxContextTokens int `yaml:"max_context_tokens"`
 	// Condenser builds each turn's context.
-	Condenser CondenserConfig `yaml:"condenser"`
+	Condenser rollout.CondenserConfig `yaml:"condenser"`
 	// MaskTruncated trains no token of an output cut by the length limit.
 	MaskTruncated bool `yaml:"mask_truncated"`
 	// MaxLen is the KV-cache length per sequence (0: max_context_tokens + max_new_tokens).
@@ -198,33 +199,6 @@ type RolloutConfig struct {
 	Workers int `yaml:"workers"`
 	// ChatVars are extra chat-template variables (enable_thinking: false).
 	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
-}
-
-// CondenserType names a context condenser.
-type CondenserType string
-
-// Condensers (package rollout).
-const (
-	CondenseFull        CondenserType = "full"         // the whole history
-	CondenseLastN       CondenserType = "last_n"       // the task and the last KeepLastN steps
-	CondenseTokenBudget CondenserType = "token_budget" // drop old steps until MaxTokens fit
-	CondenseSummary     CondenserType = "summary"      // the model summarises its history
-)
-
-var condenserTypes = []CondenserType{CondenseFull, CondenseLastN, CondenseTokenBudget, CondenseSummary}
-
-// CondenserConfig configures the condenser.
-type CondenserConfig struct {
-	Type CondenserType `yaml:"type"`
-	// KeepLastN steps stay in the context (last_n; summary: verbatim after the summary).
-	KeepLastN int `yaml:"keep_last_n"`
-	// MaxTokens is token_budget's budget and summary's trigger (0: none for summary).
-	MaxTokens int `yaml:"max_tokens"`
-	// SummaryEvery triggers a summary after this many steps; SummaryTokens caps it; TrainSummary
-	// trains on it.
-	SummaryEvery  int  `yaml:"summary_every"`
-	SummaryTokens int  `yaml:"summary_tokens"`
-	TrainSummary  bool `yaml:"train_summary"`
 }
 
 // SFTConfig is the supervised warm-up before RL, on the environment's demonstrations.
@@ -289,7 +263,7 @@ func Defaults() *Config {
 		Data:   DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
 		Rollout: RolloutConfig{Tasks: r.Tasks, Group: r.Group, Temperature: r.Sampling.Temperature, TopP: 1,
 			MaxNewTokens: r.Sampling.MaxNewTokens, MaxContextTokens: r.MaxContextTokens,
-			Condenser: CondenserConfig{Type: CondenseFull}},
+			Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
 		Advantage: g.Advantage,
 		Reward:    g.Reward,
 		Loss:      g.Loss,

@@ -14,22 +14,7 @@ import (
 )
 
 // Condenser builds the configured context condenser.
-func (c *Config) Condenser() (rollout.Condenser, error) {
-	cc := c.Rollout.Condenser
-	switch cc.Type {
-	case CondenseFull, "":
-		return rollout.Full{}, nil
-	case CondenseLastN:
-		return rollout.LastN{N: cc.KeepLastN}, nil
-	case CondenseTokenBudget:
-		return rollout.TokenBudget{MaxTokens: cc.MaxTokens}, nil
-	case CondenseSummary:
-		return rollout.Summary{MaxSteps: cc.SummaryEvery, MaxTokens: cc.MaxTokens, KeepLast: cc.KeepLastN,
-			MaxSummaryTokens: cc.SummaryTokens, Train: cc.TrainSummary}, nil
-	}
-	_, err := parseCondenser(string(cc.Type))
-	return nil, err
-}
+func (c *Config) Condenser() (rollout.Condenser, error) { return c.Rollout.Condenser.Condenser() }
 
 // Spec is the random model of an init: section.
 func (i *InitConfig) Spec() modelinit.Spec {

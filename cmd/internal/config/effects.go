@@ -7,6 +7,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // finish runs once every source is read: each family combines its Derived keys, and a layout's
@@ -79,14 +80,14 @@ func (c *Config) validateEffects() error {
 		}
 	}
 	cc := c.Rollout.Condenser
-	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != CondenseTokenBudget && cc.Type != CondenseSummary {
+	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != rollout.CondenseTokenBudget && cc.Type != rollout.CondenseSummary {
 		noEffect("rollout.condenser.max_tokens", fmt.Sprintf("condenser %s does not count tokens; the budget applies to "+
 			"rollout.condenser.type token_budget or summary (a turn's context is capped by rollout.max_context_tokens)", cc.Type))
 	}
-	if cc.KeepLastN != 0 && c.explicit("rollout.condenser.keep_last_n") && cc.Type != CondenseLastN && cc.Type != CondenseSummary {
+	if cc.KeepLastN != 0 && c.explicit("rollout.condenser.keep_last_n") && cc.Type != rollout.CondenseLastN && cc.Type != rollout.CondenseSummary {
 		noEffect("rollout.condenser.keep_last_n", fmt.Sprintf("condenser %s keeps no last steps; it applies to rollout.condenser.type last_n or summary", cc.Type))
 	}
-	if cc.Type != CondenseSummary {
+	if cc.Type != rollout.CondenseSummary {
 		for _, k := range []string{"rollout.condenser.summary_every", "rollout.condenser.summary_tokens", "rollout.condenser.train_summary"} {
 			if c.explicit(k) {
 				noEffect(k, "it applies to rollout.condenser.type summary")

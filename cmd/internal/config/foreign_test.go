@@ -9,6 +9,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // rowCases are the foreign keys whose test value is not derived from the native field's type:
@@ -326,7 +327,7 @@ func TestMathPreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := c.Rollout.Condenser
-	if c.Env.Name != "gsm8k_python" || c.Env.MaxTurns != 7 || c.Rollout.MaxTurns != 7 || cc.Type != CondenseLastN || cc.KeepLastN != 3 || len(c.Warnings()) != 0 {
+	if c.Env.Name != "gsm8k_python" || c.Env.MaxTurns != 7 || c.Rollout.MaxTurns != 7 || cc.Type != rollout.CondenseLastN || cc.KeepLastN != 3 || len(c.Warnings()) != 0 {
 		t.Errorf("env %s (%d turns), %d turns, condenser %+v, warnings %q", c.Env.Name, c.Env.MaxTurns, c.Rollout.MaxTurns, cc, c.Warnings())
 	}
 }

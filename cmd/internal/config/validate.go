@@ -9,6 +9,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // bad is an error about key, placed where the key was set.
@@ -143,7 +144,7 @@ func (c *Config) validateRollout() error {
 		return c.bad("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens", c.MaxLen(), r.MaxNewTokens)
 	}
 	cc := r.Condenser
-	if cc.Type == CondenseTokenBudget && cc.MaxTokens <= 0 {
+	if cc.Type == rollout.CondenseTokenBudget && cc.MaxTokens <= 0 {
 		return c.bad("rollout.condenser.max_tokens", "%d: the token_budget condenser needs a budget > 0", cc.MaxTokens)
 	}
 	return c.sizes(size{"rollout.condenser.keep_last_n", cc.KeepLastN, 0, maxCount},

@@ -16,6 +16,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Error is a bad key or value, naming where it was given: "configs/x.yaml:12", "$LR",
@@ -205,14 +206,14 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 // enums check (and canonicalise) the values of enumerated fields as they are read, so that a bad
 // value is reported with its file and line.
 var enums = map[reflect.Type]func(string) (string, error){
-	reflect.TypeOf(algo.Estimator("")):     parseAs(algo.ParseEstimator),
-	reflect.TypeOf(algo.AggMode("")):       parseAs(algo.ParseAggMode),
-	reflect.TypeOf(algo.TurnWeighting("")): parseAs(algo.ParseTurnWeighting),
-	reflect.TypeOf(algo.KLKind("")):        parseAs(algo.ParseKLKind),
-	reflect.TypeOf(grpo.PolicyLoss("")):    parseAs(grpo.ParsePolicyLoss),
-	reflect.TypeOf(grpo.ISMode("")):        parseAs(grpo.ParseISMode),
-	reflect.TypeOf(algo.Schedule("")):      parseAs(algo.ParseSchedule),
-	reflect.TypeOf(CondenserType("")):      parseAs(parseCondenser),
+	reflect.TypeOf(algo.Estimator("")):        parseAs(algo.ParseEstimator),
+	reflect.TypeOf(algo.AggMode("")):          parseAs(algo.ParseAggMode),
+	reflect.TypeOf(algo.TurnWeighting("")):    parseAs(algo.ParseTurnWeighting),
+	reflect.TypeOf(algo.KLKind("")):           parseAs(algo.ParseKLKind),
+	reflect.TypeOf(grpo.PolicyLoss("")):       parseAs(grpo.ParsePolicyLoss),
+	reflect.TypeOf(grpo.ISMode("")):           parseAs(grpo.ParseISMode),
+	reflect.TypeOf(algo.Schedule("")):         parseAs(algo.ParseSchedule),
+	reflect.TypeOf(rollout.CondenserType("")): parseAs(rollout.ParseCondenser),
 }
 
 func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, error) {
@@ -223,19 +224,6 @@ func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, err
 		}
 		return string(v), nil
 	}
-}
-
-func parseCondenser(s string) (CondenserType, error) {
-	for _, c := range condenserTypes {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	names := make([]string, len(condenserTypes))
-	for i, c := range condenserTypes {
-		names[i] = string(c)
-	}
-	return "", fmt.Errorf("unknown condenser %q (want %s)", s, strings.Join(names, ", "))
 }
 
 // fieldAt walks a dotted path of YAML keys from the Config struct value root, allocating nil
@@ -310,9 +298,10 @@ func inlined(f reflect.StructField) bool {
 // sections are the packages whose structs are sections of the configuration (their fields are
 // keys); a struct of another package (mcp.Config, ...) is one key's value.
 var sections = map[string]bool{
-	reflect.TypeOf(Config{}).PkgPath():         true,
-	reflect.TypeOf(grpo.Config{}).PkgPath():    true,
-	reflect.TypeOf(algo.AdvConfig{}).PkgPath(): true,
+	reflect.TypeOf(Config{}).PkgPath():                  true,
+	reflect.TypeOf(grpo.Config{}).PkgPath():             true,
+	reflect.TypeOf(algo.AdvConfig{}).PkgPath():          true,
+	reflect.TypeOf(rollout.CondenserConfig{}).PkgPath(): true,
 }
 
 func yamlName(f reflect.StructField) string {
