@@ -19,10 +19,18 @@
 // was last set (Origin), refusing settings that cannot have their effect and warning of harmless
 // ones that have none (Warnings).
 //
+// The trainer's sections are the trainer's own types, declared once with their YAML keys,
+// defaults and checks: advantage (algo.AdvConfig), reward, loss, optim, update, dapo, critic and
+// profiling (grpo's), and rollout.condenser (rollout.CondenserConfig). Their defaults are
+// grpo.Defaults, their ranges are checked by grpo.Config.Validate, whose KeyError this package
+// places at the key's origin; this package bounds their sizes only. The rest is the program's
+// (model, run_dir, data, train, eval, sft, dist, init) or still converted: the rollout section
+// (sampling, slots, the condenser as a value) and env (sandbox limits in MB, reward rule names).
+//
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
 // foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),
 // values.go (value translations), verl.go, trl.go, seed.go (the families), effects.go (combined
 // keys, implied settings, no-op checks, dataset rows), env.go (environment variables), resolve.go
-// (the order, Set, saved configs, printing), validate.go, convert.go (to grpo, env, rollout and
-// sandbox settings).
+// (the order, Set, saved configs, printing), validate.go, convert.go (the trainer's, environment's,
+// rollout's and sandbox's settings from the sections).
 package config
