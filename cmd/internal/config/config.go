@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
@@ -99,37 +100,15 @@ type InitConfig struct {
 	RopeTheta float64 `yaml:"rope_theta"`
 }
 
-// EnvConfig selects the environment (env.Config).
+// EnvConfig selects the environment and configures it: env.Config's keys (max_turns,
+// reward_rule, tools, ...) beside the program's name and python sandbox.
 type EnvConfig struct {
 	// Name is a built-in environment (calc_mult, gsm8k, ...), data (dataset rows with the tools
-	// below) or openenv (an OpenEnv server, see the openenv section).
-	Name string `yaml:"name"`
-	// MaxTurns overrides the environment's turn limit (0: its own).
-	MaxTurns int `yaml:"max_turns"`
-	// RewardRule is the trajectory reward: off (the rubric's weighted sum), inverse
-	// (1/max_t|c_t| when format and answer are right: the multi-turn GRPO seed's rule) or scaled
-	// (RewardBudget/max_t|c_t|).
-	RewardRule   string `yaml:"reward_rule"`
-	RewardBudget int    `yaml:"reward_budget"`
-	// Domain picks the data environment's rubric: math, code, qa, general ("" per row).
-	Domain string `yaml:"domain"`
-	// Tools of the data environment: python, calculator, search.
-	Tools []string `yaml:"tools"`
-	// Corpus is a JSONL corpus for the search tool (empty: wiki_qa's generated one).
-	Corpus string `yaml:"corpus"`
-	// Slippery makes generated frozen lakes slippery.
-	Slippery bool `yaml:"slippery"`
-	// Digits and Factors shape generated calc_mult tasks: operand length, 1 to 6 (0: 3), and
-	// how many numbers are multiplied, 2 to 4 (0: 2; each factor past two adds a tool turn).
-	Digits  int `yaml:"digits"`
-	Factors int `yaml:"factors"`
-	// DirectDemos is the share of calc_mult demonstrations that answer without the calculator
-	// (0 to 1; see env.Config.DirectDemos).
-	DirectDemos float64 `yaml:"direct_demos"`
-	// MaxToolCalls and ToolTime bound one assistant message's tool calls (0: 5 calls, 20s).
-	MaxToolCalls int           `yaml:"max_tool_calls"`
-	ToolTime     time.Duration `yaml:"tool_time"`
-	// Python configures the python tool's sandbox.
+	// in env.tools) or openenv (an OpenEnv server, see the openenv section).
+	Name       string `yaml:"name"`
+	env.Config `yaml:",inline"`
+	// Python configures the python tool's sandbox, in megabytes and guarantee names
+	// (env.Config.Python is sandbox.Config in bytes and flags).
 	Python PythonConfig `yaml:"python"`
 }
 
@@ -259,7 +238,7 @@ func Defaults() *Config {
 	return &Config{
 		RunDir: "runs/train",
 		Device: "cpu",
-		Env:    EnvConfig{Name: "calc_mult", RewardRule: "off"},
+		Env:    EnvConfig{Name: "calc_mult", Config: env.Config{Context: env.ContextOff}},
 		Data:   DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
 		Rollout: RolloutConfig{Tasks: r.Tasks, Group: r.Group, Temperature: r.Sampling.Temperature, TopP: 1,
 			MaxNewTokens: r.Sampling.MaxNewTokens, MaxContextTokens: r.MaxContextTokens,

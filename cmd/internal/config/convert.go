@@ -91,14 +91,13 @@ func (c *Config) SFTTrainer() (grpo.Config, error) {
 
 // EnvConfig is the environment's configuration. log receives the python sandbox's set-up line.
 func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
-	e := c.Env
 	py, err := c.sandbox(log)
 	if err != nil {
 		return env.Config{}, err
 	}
-	return env.Config{MaxTurns: e.MaxTurns, Context: e.RewardRule, Budget: e.RewardBudget, Python: py,
-		CorpusPath: e.Corpus, Slippery: e.Slippery, Digits: e.Digits, Factors: e.Factors, DirectDemos: e.DirectDemos, Tools: e.Tools, Domain: e.Domain,
-		MaxToolCalls: e.MaxToolCalls, ToolTime: e.ToolTime}, nil
+	e := c.Env.Config
+	e.Python = py
+	return e, nil
 }
 
 // guarantees are the sandbox's isolation guarantees by their configuration names.

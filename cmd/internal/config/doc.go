@@ -21,11 +21,12 @@
 //
 // The trainer's sections are the trainer's own types, declared once with their YAML keys,
 // defaults and checks: advantage (algo.AdvConfig), reward, loss, optim, update, dapo, critic and
-// profiling (grpo's), and rollout.condenser (rollout.CondenserConfig). Their defaults are
-// grpo.Defaults, their ranges are checked by grpo.Config.Validate, whose KeyError this package
-// places at the key's origin; this package bounds their sizes only. The rest is the program's
-// (model, run_dir, data, train, eval, sft, dist, init) or still converted: the rollout section
-// (sampling, slots, the condenser as a value) and env (sandbox limits in MB, reward rule names).
+// profiling (grpo's), rollout.condenser (rollout.CondenserConfig) and env's keys beside name
+// and python (env.Config, inlined). The trainer's defaults are grpo.Defaults, their ranges are
+// checked by grpo.Config.Validate, whose KeyError this package places at the key's origin; this
+// package bounds their sizes only. The rest is the program's (model, run_dir, data, train, eval,
+// sft, dist, init, env.name, env.python) or still converted: the rollout section (sampling with
+// temperature 0 as greedy, slots, the condenser built from its section).
 //
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
 // foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),

@@ -103,7 +103,7 @@ func (c *Config) validateEffects() error {
 			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
 		}
 	}
-	if e.RewardBudget != 0 && c.explicit("env.reward_budget") && e.RewardRule != "scaled" {
+	if e.Budget != 0 && c.explicit("env.reward_budget") && e.Context != "scaled" {
 		noEffect("env.reward_budget", "it is the budget of env.reward_rule scaled")
 	}
 	return joinErrors(errs)

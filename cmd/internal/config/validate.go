@@ -72,14 +72,14 @@ func (c *Config) validateEnv() error {
 	if e.Name != "openenv" && !slices.Contains(env.Names(), e.Name) {
 		return c.bad("env.name", "unknown environment %q (%s, or openenv)", e.Name, strings.Join(env.Names(), ", "))
 	}
-	switch e.RewardRule {
+	switch e.Context {
 	case "", env.ContextOff, env.ContextInverse:
 	case env.ContextScaled:
-		if e.RewardBudget <= 0 {
-			return c.bad("env.reward_budget", "%d: the scaled reward rule needs a token budget > 0", e.RewardBudget)
+		if e.Budget <= 0 {
+			return c.bad("env.reward_budget", "%d: the scaled reward rule needs a token budget > 0", e.Budget)
 		}
 	default:
-		return c.bad("env.reward_rule", "%q: want off, inverse or scaled", e.RewardRule)
+		return c.bad("env.reward_rule", "%q: want off, inverse or scaled", e.Context)
 	}
 	if e.ToolTime < 0 {
 		return c.bad("env.tool_time", "%v: must be >= 0", e.ToolTime)
@@ -91,7 +91,7 @@ func (c *Config) validateEnv() error {
 	if err := c.sizes(size{"env.python.memory_mb", int(p.MemoryMB), 0, maxCount},
 		size{"env.python.file_mb", int(p.FileMB), 0, maxCount},
 		size{"env.python.disk_mb", int(p.DiskMB), 0, maxCount}, size{"env.python.budget_mb", int(p.BudgetMB), 0, maxCount},
-		size{"env.reward_budget", e.RewardBudget, 0, maxTokens}); err != nil {
+		size{"env.reward_budget", e.Budget, 0, maxTokens}); err != nil {
 		return err
 	}
 	if err := c.numbers(number{key: "env.direct_demos", v: e.DirectDemos, lo: 0, hi: 1}); err != nil {
