@@ -40,34 +40,36 @@ type Config struct {
 	Profile ProfileConfig
 }
 
-// RolloutConfig says what one step generates.
+// RolloutConfig says what one step generates (the rollout: section; the condenser is built from
+// its own section, rollout.CondenserConfig).
 type RolloutConfig struct {
 	// Tasks is the number of tasks (prompts) per step: data.train_batch_size.
-	Tasks int
+	Tasks int `yaml:"tasks"`
 	// Group is the number of trajectories per task, the GRPO group:
 	// n_trajectories_per_question, actor_rollout_ref.rollout.n.
-	Group int
-	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...).
-	Sampling rollout.Sampling
+	Group int `yaml:"group"`
+	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...);
+	// its keys sit beside the others.
+	Sampling rollout.Sampling `yaml:",inline"`
 	// MaxTurns caps an episode's action turns: max_turns_per_trajectory (0: the environment's).
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns"`
 	// MaxContextTokens ends an episode whose next context would be longer: max_context_length.
-	MaxContextTokens int
+	MaxContextTokens int `yaml:"max_context_tokens"`
 	// Condenser builds each turn's context (nil: the full history).
-	Condenser rollout.Condenser
+	Condenser rollout.Condenser `yaml:"-"`
 	// MaskTruncated gives outputs cut by the length limit loss mask 0 (DAPO overlong filtering).
-	MaskTruncated bool
+	MaskTruncated bool `yaml:"mask_truncated"`
 	// MaxLen is the KV cache length per sequence (context plus output; 0: MaxContextTokens +
 	// Sampling.MaxNewTokens, or 4096).
-	MaxLen int
+	MaxLen int `yaml:"max_len"`
 	// ChatVars are extra chat template variables (e.g. enable_thinking).
-	ChatVars map[string]any
+	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
-	Workers int
+	Workers int `yaml:"workers"`
 	// MaxOpenEpisodes bounds the episodes open at once (0: all). The environment's own limit
 	// (env.Environment.MaxConcurrent, a server's session limit) applies as well: the smaller one
 	// holds (openEpisodeLimit).
-	MaxOpenEpisodes int
+	MaxOpenEpisodes int `yaml:"-"`
 }
 
 // UpdateConfig says how a rollout batch becomes optimizer steps (the update: section).
@@ -151,7 +153,7 @@ type CriticConfig struct {
 // Defaults are verl's defaults where verl has one, scaled for small models where it matters.
 func Defaults() Config {
 	return Config{
-		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512},
+		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
 		Advantage: algo.DefaultAdvConfig(),
 		Reward:    RewardConfig{KLKind: KLK3},

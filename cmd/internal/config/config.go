@@ -151,33 +151,14 @@ type DataConfig struct {
 	SkipInvalid bool `yaml:"skip_invalid"`
 }
 
-// RolloutConfig is what one step generates (grpo.RolloutConfig).
+// RolloutConfig is what one step generates: the trainer's rollout settings (grpo.RolloutConfig;
+// rollout.temperature 0 decodes greedily), the condenser's section and the engine's slots.
 type RolloutConfig struct {
-	// Tasks per step (verl's data.train_batch_size) and trajectories per task (the GRPO group).
-	Tasks int `yaml:"tasks"`
-	Group int `yaml:"group"`
-	// Sampling of every action turn.
-	Temperature  float64 `yaml:"temperature"`
-	TopP         float64 `yaml:"top_p"`
-	TopK         int     `yaml:"top_k"`
-	MinP         float64 `yaml:"min_p"`
-	MaxNewTokens int     `yaml:"max_new_tokens"`
-	// MaxTurns caps an episode's action turns (0: the environment's).
-	MaxTurns int `yaml:"max_turns"`
-	// MaxContextTokens ends an episode whose next context would be longer.
-	MaxContextTokens int `yaml:"max_context_tokens"`
+	grpo.RolloutConfig `yaml:",inline"`
 	// Condenser builds each turn's context.
 	Condenser rollout.CondenserConfig `yaml:"condenser"`
-	// MaskTruncated trains no token of an output cut by the length limit.
-	MaskTruncated bool `yaml:"mask_truncated"`
-	// MaxLen is the KV-cache length per sequence (0: max_context_tokens + max_new_tokens).
-	MaxLen int `yaml:"max_len"`
 	// Slots is how many sequences are decoded at once (0: tasks × group).
 	Slots int `yaml:"slots"`
-	// Workers bounds concurrent environment, tool and reward calls (0: 32).
-	Workers int `yaml:"workers"`
-	// ChatVars are extra chat-template variables (enable_thinking: false).
-	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
 }
 
 // SFTConfig is the supervised warm-up before RL, on the environment's demonstrations.
@@ -234,15 +215,12 @@ type EvalConfig struct {
 // at the end, exports and writes its report.
 func Defaults() *Config {
 	g := grpo.Defaults()
-	r := g.Rollout
 	return &Config{
-		RunDir: "runs/train",
-		Device: "cpu",
-		Env:    EnvConfig{Name: "calc_mult", Config: env.Config{Context: env.ContextOff}},
-		Data:   DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
-		Rollout: RolloutConfig{Tasks: r.Tasks, Group: r.Group, Temperature: r.Sampling.Temperature, TopP: 1,
-			MaxNewTokens: r.Sampling.MaxNewTokens, MaxContextTokens: r.MaxContextTokens,
-			Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
+		RunDir:    "runs/train",
+		Device:    "cpu",
+		Env:       EnvConfig{Name: "calc_mult", Config: env.Config{Context: env.ContextOff}},
+		Data:      DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
+		Rollout:   RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
 		Advantage: g.Advantage,
 		Reward:    g.Reward,
 		Loss:      g.Loss,

@@ -30,7 +30,7 @@ func (c *Config) MaxLen() int {
 		return c.Rollout.MaxLen
 	}
 	if c.Rollout.MaxContextTokens > 0 {
-		return c.Rollout.MaxContextTokens + c.Rollout.MaxNewTokens
+		return c.Rollout.MaxContextTokens + c.Rollout.Sampling.MaxNewTokens
 	}
 	return 4096
 }
@@ -46,9 +46,9 @@ func (c *Config) Slots() int {
 
 // Sampling is the sampling of training rollouts.
 func (c *Config) Sampling() rollout.Sampling {
-	r := c.Rollout
-	return rollout.Sampling{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
-		MaxNewTokens: r.MaxNewTokens, Greedy: r.Temperature == 0}
+	s := c.Rollout.Sampling
+	s.Greedy = s.Temperature == 0 // the configuration's temperature 0 is greedy decoding
+	return s
 }
 
 // Trainer is the trainer's configuration.
@@ -57,11 +57,10 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r := c.Rollout
+	r := c.Rollout.RolloutConfig
+	r.Sampling, r.Condenser, r.MaxLen = c.Sampling(), cond, c.MaxLen()
 	g := grpo.Config{
-		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
-			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
-			ChatVars: r.ChatVars, Workers: r.Workers},
+		Rollout:   r,
 		Advantage: c.Advantage,
 		Reward:    c.Reward,
 		Loss:      c.Loss,
@@ -151,7 +150,7 @@ func (c *Config) EvalRun() (grpo.EvalConfig, error) {
 		return grpo.EvalConfig{}, err
 	}
 	e := c.Eval
-	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.MaxNewTokens}
+	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.Sampling.MaxNewTokens}
 	return grpo.EvalConfig{Samples: e.Samples, Sampling: s, MaxTurns: c.Rollout.MaxTurns,
 		MaxContextTokens: c.Rollout.MaxContextTokens, Condenser: cond, ChatVars: c.Rollout.ChatVars,
 		Seed: c.Seed ^ 0x6576616c}, nil

@@ -35,7 +35,7 @@ var presets = map[string]struct {
 			c.Advantage.Estimator = algo.EstMultiTurnGRPO
 			c.Env.Name, c.Env.MaxTurns = "gsm8k_python", 7
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
-			c.Rollout.Temperature, c.Rollout.TopP, c.Rollout.MaxNewTokens = 0.3, 0.95, 1024
+			c.Rollout.Sampling.Temperature, c.Rollout.Sampling.TopP, c.Rollout.Sampling.MaxNewTokens = 0.3, 0.95, 1024
 			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseLastN, KeepLastN: 3}
 		}},
 	PresetMTGRPO: {"MT-GRPO turn-level credit on tool use (wiki_qa search tool), 8 trajectories per task, full history, 4 turns",

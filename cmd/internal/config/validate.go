@@ -116,7 +116,7 @@ func (c *Config) validateData() error {
 func (c *Config) validateRollout() error {
 	r := c.Rollout
 	if err := c.sizes(size{"rollout.tasks", r.Tasks, 1, maxTrajectories}, size{"rollout.group", r.Group, 1, maxTrajectories},
-		size{"rollout.max_new_tokens", r.MaxNewTokens, 1, maxTokens}, size{"rollout.top_k", r.TopK, 0, maxTokens},
+		size{"rollout.max_new_tokens", r.Sampling.MaxNewTokens, 1, maxTokens}, size{"rollout.top_k", r.Sampling.TopK, 0, maxTokens},
 		size{"rollout.max_turns", r.MaxTurns, 0, maxCount}, size{"rollout.max_context_tokens", r.MaxContextTokens, 0, maxTokens},
 		size{"rollout.max_len", r.MaxLen, 0, maxTokens}, size{"rollout.slots", r.Slots, 0, maxTrajectories},
 		size{"rollout.workers", r.Workers, 0, maxCount}); err != nil {
@@ -135,13 +135,13 @@ func (c *Config) validateRollout() error {
 		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens",
 			r.Slots, c.MaxLen(), int64(maxTokensPerStep))
 	}
-	if err := c.numbers(number{key: "rollout.temperature", v: r.Temperature, lo: 0, hi: 100},
-		number{key: "rollout.top_p", v: r.TopP, lo: 0, hi: 1, loOpen: true},
-		number{key: "rollout.min_p", v: r.MinP, lo: 0, hi: 1, hiOpen: true}); err != nil {
+	if err := c.numbers(number{key: "rollout.temperature", v: r.Sampling.Temperature, lo: 0, hi: 100},
+		number{key: "rollout.top_p", v: r.Sampling.TopP, lo: 0, hi: 1, loOpen: true},
+		number{key: "rollout.min_p", v: r.Sampling.MinP, lo: 0, hi: 1, hiOpen: true}); err != nil {
 		return err
 	}
-	if c.MaxLen() <= r.MaxNewTokens {
-		return c.bad("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens", c.MaxLen(), r.MaxNewTokens)
+	if c.MaxLen() <= r.Sampling.MaxNewTokens {
+		return c.bad("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens", c.MaxLen(), r.Sampling.MaxNewTokens)
 	}
 	cc := r.Condenser
 	if cc.Type == rollout.CondenseTokenBudget && cc.MaxTokens <= 0 {
