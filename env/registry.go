@@ -60,6 +60,50 @@ type Config struct {
 	ExtraTools []Tool `yaml:"-"`
 }
 
+// KeyError is a bad setting of Config, named by its key in a run's env: section (reward_rule,
+// digits, ...).
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("env: %s: %v", e.Key, e.Err) }
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func badKey(key, format string, a ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, a...)}
+}
+
+// Validate names the first bad setting by its key (a KeyError).
+func (c Config) Validate() error {
+	switch c.Context {
+	case "", ContextOff, ContextInverse, ContextScaled:
+	default:
+		return badKey("reward_rule", "%q: want off, inverse or scaled", c.Context)
+	}
+	m := c.mult()
+	switch {
+	case c.Context == ContextScaled && c.Budget <= 0:
+		return badKey("reward_budget", "%d: the scaled reward rule needs a token budget > 0", c.Budget)
+	case c.Budget < 0:
+		return badKey("reward_budget", "%d: must be at least 0", c.Budget)
+	case c.ToolTime < 0:
+		return badKey("tool_time", "%v: must be >= 0", c.ToolTime)
+	case !(c.DirectDemos >= 0 && c.DirectDemos <= 1):
+		return badKey("direct_demos", "%v: must be in [0, 1]", c.DirectDemos)
+	case m.Digits < 1 || m.Digits > 6:
+		return badKey("digits", "%d: want 1 to 6 (0: %d)", c.Digits, DefaultMult.Digits)
+	case m.Factors < 2 || m.Factors > 4:
+		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
+	case c.MaxTurns < 0:
+		return badKey("max_turns", "%d: must be at least 0", c.MaxTurns)
+	case c.MaxToolCalls < 0:
+		return badKey("max_tool_calls", "%d: must be at least 0", c.MaxToolCalls)
+	}
+	return nil
+}
+
 // mult is the calc_mult task shape: Digits and Factors over DefaultMult.
 func (c Config) mult() MultTask {
 	return MultTask{Digits: cmp.Or(c.Digits, DefaultMult.Digits), Factors: cmp.Or(c.Factors, DefaultMult.Factors)}
@@ -125,25 +169,8 @@ func Open(name string, cfg Config) (*Environment, error) {
 	if !ok {
 		return nil, fmt.Errorf("env: unknown environment %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	switch cfg.Context {
-	case "", ContextOff, ContextInverse, ContextScaled:
-	default:
-		return nil, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", cfg.Context)
-	}
-	if d := cfg.mult().Digits; d < 1 || d > 6 {
-		return nil, fmt.Errorf("env: calc_mult digits %d (want 1 to 6)", d)
-	}
-	if cfg.DirectDemos < 0 || cfg.DirectDemos > 1 {
-		return nil, fmt.Errorf("env: direct_demos %g (want a share from 0 to 1)", cfg.DirectDemos)
-	}
-	if f := cfg.mult().Factors; f < 2 || f > 4 {
-		return nil, fmt.Errorf("env: calc_mult factors %d (want 2 to 4)", f)
-	}
-	if cfg.Context == ContextScaled && cfg.Budget <= 0 {
-		return nil, fmt.Errorf("env: context reward \"scaled\" needs a token budget > 0")
-	}
-	if err := cfg.toolLimits().Validate(); err != nil {
-		return nil, fmt.Errorf("env: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	env, err := e.open(cfg, &shared{cfg: cfg})
 	if err != nil {

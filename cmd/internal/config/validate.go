@@ -12,6 +12,9 @@ import (
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
+// noLeast is the lower bound of a size whose owner (the trainer, the environment) checks it.
+const noLeast = math.MinInt
+
 // bad is an error about key, placed where the key was set.
 func (c *Config) bad(key, format string, a ...any) error {
 	return &Error{Where: c.Origin(key), Key: key, Err: fmt.Errorf(format, a...)}
@@ -72,17 +75,12 @@ func (c *Config) validateEnv() error {
 	if e.Name != "openenv" && !slices.Contains(env.Names(), e.Name) {
 		return c.bad("env.name", "unknown environment %q (%s, or openenv)", e.Name, strings.Join(env.Names(), ", "))
 	}
-	switch e.Context {
-	case "", env.ContextOff, env.ContextInverse:
-	case env.ContextScaled:
-		if e.Budget <= 0 {
-			return c.bad("env.reward_budget", "%d: the scaled reward rule needs a token budget > 0", e.Budget)
+	if err := e.Config.Validate(); err != nil { // the environment's own checks, by key
+		var ke *env.KeyError
+		if errors.As(err, &ke) {
+			return c.bad("env."+ke.Key, "%v", ke.Err)
 		}
-	default:
-		return c.bad("env.reward_rule", "%q: want off, inverse or scaled", e.Context)
-	}
-	if e.ToolTime < 0 {
-		return c.bad("env.tool_time", "%v: must be >= 0", e.ToolTime)
+		return c.bad("env", "%v", err)
 	}
 	if _, err := c.sandbox(nil); err != nil {
 		return c.bad("env.python.require", "%v", strings.TrimPrefix(err.Error(), "env.python.require: "))
@@ -91,13 +89,10 @@ func (c *Config) validateEnv() error {
 	if err := c.sizes(size{"env.python.memory_mb", int(p.MemoryMB), 0, maxCount},
 		size{"env.python.file_mb", int(p.FileMB), 0, maxCount},
 		size{"env.python.disk_mb", int(p.DiskMB), 0, maxCount}, size{"env.python.budget_mb", int(p.BudgetMB), 0, maxCount},
-		size{"env.reward_budget", e.Budget, 0, maxTokens}); err != nil {
+		size{"env.reward_budget", e.Budget, noLeast, maxTokens}); err != nil {
 		return err
 	}
-	if err := c.numbers(number{key: "env.direct_demos", v: e.DirectDemos, lo: 0, hi: 1}); err != nil {
-		return err
-	}
-	return c.sizes(size{"env.max_turns", e.MaxTurns, 0, maxCount}, size{"env.max_tool_calls", e.MaxToolCalls, 0, maxCount})
+	return c.sizes(size{"env.max_turns", e.MaxTurns, noLeast, maxCount}, size{"env.max_tool_calls", e.MaxToolCalls, noLeast, maxCount})
 }
 
 func (c *Config) validateData() error {
@@ -164,7 +159,6 @@ func (c *Config) validateLoop() error {
 	}
 	// The trainer's sections are checked by the trainer (grpo.Config.Validate, in Validate); the
 	// program only bounds their sizes, as it does every size.
-	const noLeast = math.MinInt
 	if err := c.sizes(size{"update.epochs", c.Update.Epochs, noLeast, maxCount},
 		size{"update.mini_batches", c.Update.MiniBatches, noLeast, maxTrajectories},
 		size{"update.micro_tokens", c.Update.MicroTokens, noLeast, maxTokensPerStep}, size{"optim.warmup", c.Optim.Warmup, noLeast, maxCount},
