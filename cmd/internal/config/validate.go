@@ -21,8 +21,9 @@ func (c *Config) bad(key, format string, a ...any) error {
 }
 
 // Validate checks every value; each error names the key and where it was set, and the errors
-// of all sections are reported together. The trainer's own
-// checks (grpo.Config.Validate) run last.
+// of all sections are reported together. The program checks its own keys and bounds every size;
+// the environment's and the trainer's sections are checked by their owners (env.Config.Validate
+// in validateEnv, grpo.Config.Validate last), whose errors name the key this places.
 func (c *Config) Validate() error {
 	checks := []func() error{c.validateRun, c.validateEnv, c.validateData, c.validateRollout,
 		c.validateLoop, c.validateExternal, c.validateEffects}
