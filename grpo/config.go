@@ -40,107 +40,120 @@ type Config struct {
 	Profile ProfileConfig
 }
 
-// RolloutConfig says what one step generates.
+// RolloutConfig says what one step generates (the rollout: section; the condenser is built from
+// its own section, rollout.CondenserConfig).
 type RolloutConfig struct {
 	// Tasks is the number of tasks (prompts) per step: data.train_batch_size.
-	Tasks int
+	Tasks int `yaml:"tasks"`
 	// Group is the number of trajectories per task, the GRPO group:
 	// n_trajectories_per_question, actor_rollout_ref.rollout.n.
-	Group int
-	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...).
-	Sampling rollout.Sampling
+	Group int `yaml:"group"`
+	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...);
+	// its keys sit beside the others.
+	Sampling rollout.Sampling `yaml:",inline"`
 	// MaxTurns caps an episode's action turns: max_turns_per_trajectory (0: the environment's).
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns"`
 	// MaxContextTokens ends an episode whose next context would be longer: max_context_length.
-	MaxContextTokens int
+	MaxContextTokens int `yaml:"max_context_tokens"`
 	// Condenser builds each turn's context (nil: the full history).
-	Condenser rollout.Condenser
+	Condenser rollout.Condenser `yaml:"-"`
 	// MaskTruncated gives outputs cut by the length limit loss mask 0 (DAPO overlong filtering).
-	MaskTruncated bool
+	MaskTruncated bool `yaml:"mask_truncated"`
 	// MaxLen is the KV cache length per sequence (context plus output; 0: MaxContextTokens +
 	// Sampling.MaxNewTokens, or 4096).
-	MaxLen int
+	MaxLen int `yaml:"max_len"`
 	// ChatVars are extra chat template variables (e.g. enable_thinking).
-	ChatVars map[string]any
+	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
-	Workers int
+	Workers int `yaml:"workers"`
 	// MaxOpenEpisodes bounds the episodes open at once (0: all). The environment's own limit
 	// (env.Environment.MaxConcurrent, a server's session limit) applies as well: the smaller one
 	// holds (openEpisodeLimit).
-	MaxOpenEpisodes int
+	MaxOpenEpisodes int `yaml:"-"`
 }
 
-// UpdateConfig says how a rollout batch becomes optimizer steps.
+// UpdateConfig says how a rollout batch becomes optimizer steps (the update: section).
 type UpdateConfig struct {
 	// Epochs passes over each rollout batch (ppo_epochs); more than one needs old log-probs.
-	Epochs int
+	Epochs int `yaml:"epochs"`
 	// MiniBatches splits the batch into this many optimizer steps per epoch, by trajectory
 	// (train_batch_size / ppo_mini_batch_size); more than one needs old log-probs.
-	MiniBatches int
+	MiniBatches int `yaml:"mini_batches"`
 	// MicroTokens is the token budget of one forward/backward pass (ppo_max_token_len_per_gpu):
 	// turns are packed into micro-batches of at most this many tokens and their gradients
 	// accumulate.
-	MicroTokens int
+	MicroTokens int `yaml:"micro_tokens"`
 	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
-	Checkpoint bool
+	Checkpoint bool `yaml:"gradient_checkpointing"`
 }
 
-// OptimConfig is AdamW and its schedule.
+// OptimConfig is AdamW and its schedule (the optim: section).
 type OptimConfig struct {
-	LR          float64 // peak learning rate
-	Beta1       float64
-	Beta2       float64
-	Eps         float64
-	WeightDecay float64 // decoupled; biases and norm weights are exempt
+	// LR is the peak learning rate (actor.optim.lr).
+	LR float64 `yaml:"lr"`
+	// Beta1 and Beta2 are AdamW's moment decays (betas).
+	Beta1 float64 `yaml:"beta1"`
+	Beta2 float64 `yaml:"beta2"`
+	// Eps is AdamW's ε.
+	Eps float64 `yaml:"eps"`
+	// WeightDecay is decoupled; biases and norm weights are exempt.
+	WeightDecay float64 `yaml:"weight_decay"`
 	// Warmup optimizer steps of linear warmup (lr_warmup_steps).
-	Warmup int
+	Warmup int `yaml:"warmup"`
 	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
-	Schedule   Schedule
-	MinLRRatio float64
-	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown).
-	TotalSteps int
+	Schedule   Schedule `yaml:"schedule"`
+	MinLRRatio float64  `yaml:"min_lr_ratio"`
+	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown). The trainer
+	// sets it from the run's length (ScheduleSteps); it is not a configuration key.
+	TotalSteps int `yaml:"-"`
 	// MaxGradNorm clips the global gradient norm (grad_clip; 0: no clipping). A non-finite norm
 	// always skips the step.
-	MaxGradNorm float64
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
-// RewardConfig shapes trajectory rewards before the advantages are computed.
+// RewardConfig shapes trajectory rewards before the advantages are computed (the reward:
+// section).
 type RewardConfig struct {
 	// KLCoef puts the KL to the reference in the reward instead of (or besides) the loss
 	// (algorithm.use_kl_in_reward with kl_ctrl.kl_coef): every trained token gets −KLCoef·KL as a
 	// token reward; outcome estimators add those to the trajectory's score, GAE sees them per token.
 	// 0: off (no reference model needed for it).
-	KLCoef float64
+	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the estimator of the KL in the reward (algorithm.kl_penalty).
-	KLKind KLKind
+	KLKind KLKind `yaml:"kl_kind"`
 }
 
-// DAPOConfig holds DAPO's dynamic sampling and overlong buffer.
+// DAPOConfig holds DAPO's dynamic sampling and overlong buffer (the dapo: section).
 type DAPOConfig struct {
 	// DynamicSampling drops groups whose rewards are all equal (no learning signal) and keeps
 	// generating until Rollout.Tasks groups with signal are collected (filter_groups.enable).
-	DynamicSampling bool
+	DynamicSampling bool `yaml:"dynamic_sampling"`
 	// MaxGenBatches caps the generation rounds of one step (filter_groups.max_num_gen_batches;
 	// 0: 4). When the cap is hit the step trains on the groups it has.
-	MaxGenBatches int
+	MaxGenBatches int `yaml:"max_gen_batches"`
 	// OverlongLen is the buffer before the length limit in which a linear penalty applies
-	// (overlong_buffer.len; 0: off), OverlongFactor the penalty at the limit (penalty_factor).
-	OverlongLen    int
-	OverlongFactor float64
+	// (overlong_buffer.len; 0: off).
+	OverlongLen int `yaml:"overlong_len"`
+	// OverlongFactor is the penalty at the limit (overlong_buffer.penalty_factor).
+	OverlongFactor float64 `yaml:"overlong_factor"`
 }
 
-// CriticConfig is the PPO value model.
+// CriticConfig is the PPO value model (the critic: section).
 type CriticConfig struct {
-	LR          float64 // critic learning rate (critic.optim.lr)
-	Warmup      int     // critic warmup steps: the actor is not updated before (trainer.critic_warmup)
-	ValueClip   float64 // ε_v of the clipped value loss (critic.cliprange_value)
-	MaxGradNorm float64
+	// LR is the critic's learning rate (critic.optim.lr).
+	LR float64 `yaml:"lr"`
+	// Warmup is the critic's warmup steps: the actor is not updated before (trainer.critic_warmup).
+	Warmup int `yaml:"warmup"`
+	// ValueClip is ε_v of the clipped value loss (critic.cliprange_value).
+	ValueClip float64 `yaml:"value_clip"`
+	// MaxGradNorm clips the critic's gradient norm (critic.grad_clip; 0: no clipping).
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
 // Defaults are verl's defaults where verl has one, scaled for small models where it matters.
 func Defaults() Config {
 	return Config{
-		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512},
+		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
 		Advantage: algo.DefaultAdvConfig(),
 		Reward:    RewardConfig{KLKind: KLK3},

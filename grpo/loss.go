@@ -84,28 +84,32 @@ func (m ISMode) sequence() bool { return m == ISSeqTruncate || m == ISSeqMask }
 // LossConfig configures the actor loss. DefaultLossConfig has verl's defaults.
 type LossConfig struct {
 	// Policy is the policy loss (vanilla).
-	Policy PolicyLoss
+	Policy PolicyLoss `yaml:"policy"`
 	// ClipLow and ClipHigh are ε_low and ε_high of PPO's clip (0.2, 0.2; DAPO's clip-higher sets
 	// ClipHigh 0.28); CISPO clips its IS weight to [1−ClipLow, 1+ClipHigh] (ClipLow 1: no lower
 	// bound).
-	ClipLow, ClipHigh float64
+	ClipLow  float64 `yaml:"clip_low"`
+	ClipHigh float64 `yaml:"clip_high"`
 	// DualClip is dual-clip PPO's c (> 1) for negative advantages; 0 is off (the default; verl's
 	// clip_ratio_c = 3 is always on).
-	DualClip float64
+	DualClip float64 `yaml:"dual_clip"`
 	// GSPOClipLow and GSPOClipHigh clip GSPO's sequence ratio (3e-4, 4e-4 as in the GSPO paper).
-	GSPOClipLow, GSPOClipHigh float64
+	GSPOClipLow  float64 `yaml:"gspo_clip_low"`
+	GSPOClipHigh float64 `yaml:"gspo_clip_high"`
 	// KLCoef is β of the KL-to-reference term in the loss (0: no term, no reference model).
-	KLCoef float64
+	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the KL estimator (k3).
-	KLKind KLKind
+	KLKind KLKind `yaml:"kl_kind"`
 	// EntropyCoef is the entropy bonus coefficient (0).
-	EntropyCoef float64
+	EntropyCoef float64 `yaml:"entropy_coef"`
 	// IS corrects the sampler-vs-trainer mismatch (off); ISMax is the cap C (2) and ISMin the lower
 	// bound (0: none) of its ratio.
-	IS           ISMode
-	ISMin, ISMax float64
-	// Agg is the loss aggregation, applied through Weights.
-	Agg AggConfig
+	IS    ISMode  `yaml:"is"`
+	ISMin float64 `yaml:"is_min"`
+	ISMax float64 `yaml:"is_max"`
+	// Agg is the loss aggregation, applied through Weights; its keys (agg, agg_turns, agg_norm)
+	// sit beside the others.
+	Agg AggConfig `yaml:",inline"`
 }
 
 // DefaultLossConfig is verl's actor defaults (clip 0.2/0.2, k3, no KL, no entropy, token-mean)

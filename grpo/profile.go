@@ -4,14 +4,14 @@ import "github.com/mtgrpo/mtgrpo/rollout"
 
 // ProfileConfig says which parts of the rollout's time split each Step adds to its metrics, in
 // seconds summed over the step's episodes (rollout.EpisodeProfile; the phases run concurrently,
-// so the sums can exceed the step's wall time).
+// so the sums can exceed the step's wall time). It is the profiling: section.
 type ProfileConfig struct {
 	// Enable adds every part: profile/generate_s, queue_s, env_s, reset_s, reward_s, condense_s.
-	Enable bool
+	Enable bool `yaml:"enable"`
 	// Rewards adds profile/reward_s (reward computation and closing the episode).
-	Rewards bool
+	Rewards bool `yaml:"rewards"`
 	// Condensation adds profile/condense_s (context condensation and the chat template).
-	Condensation bool
+	Condensation bool `yaml:"condensation"`
 }
 
 // profile adds the time split of trajs that c asks for.

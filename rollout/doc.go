@@ -9,6 +9,7 @@
 //	backend.go, mock.go       the model behind the engine (ModelBackend) and a Go-logits mock
 //	driver.go, episode.go     the multi-turn driver and its per-episode state machine
 //	history.go, condense.go, summary.go  histories, rendering, condensers
+//	condense_config.go        the condenser by name and settings (a run's rollout.condenser: section)
 //	trajectory.go, profile.go  what the trainer gets; where the time went
 //	scripted.go               a Generator that answers from a policy function (tests)
 //

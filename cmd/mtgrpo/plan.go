@@ -92,7 +92,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 		return memplan.Run{}, err
 	}
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
-		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.GradientCheckpointing,
+		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
 		Slots: cfg.Slots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
 		Critic: g.NeedsCritic(), Device: device}
 	if !dev.IsCUDA() && dt != torch.Float32 {

@@ -62,15 +62,15 @@ func (e Estimator) Outcome() bool {
 // AdvConfig configures the advantage estimator.
 type AdvConfig struct {
 	// Estimator is the estimator (grpo).
-	Estimator Estimator
+	Estimator Estimator `yaml:"estimator"`
 	// Eps is ε in (s−μ)/(σ+ε): verl 1e-6 (the default), TRL 1e-4.
-	Eps float64
+	Eps float64 `yaml:"eps"`
 	// NormStd divides by the group std (grpo, grpo_multiturn, mt_grpo; default on). Off is Dr.GRPO.
-	NormStd bool
+	NormStd bool `yaml:"norm_std"`
 	// TurnCoef is MT-GRPO's c_turn, the weight of the turn advantage (default 1).
-	TurnCoef float64
-	// GAE configures gae.
-	GAE GAEConfig
+	TurnCoef float64 `yaml:"turn_coef"`
+	// GAE configures gae; its keys (gamma, lambda, bi_level, turn_gamma) sit beside the others.
+	GAE GAEConfig `yaml:",inline"`
 }
 
 // DefaultAdvConfig is verl's defaults: grpo, ε = 1e-6, std normalisation on; c_turn = 1 as in

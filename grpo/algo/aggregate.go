@@ -65,12 +65,12 @@ func ParseTurnWeighting(s string) (TurnWeighting, error) {
 // whichever turn it is in.
 type AggConfig struct {
 	// Mode is the aggregation (token-mean, verl's default).
-	Mode AggMode
+	Mode AggMode `yaml:"agg"`
 	// Turns says what a sequence is for the seq-mean modes (turn).
-	Turns TurnWeighting
+	Turns TurnWeighting `yaml:"agg_turns"`
 	// Norm is seq-mean-token-sum-norm's constant (Dr.GRPO: the maximum response length; verl's
 	// loss_scale_factor). Required, > 0, for that mode; unused otherwise.
-	Norm float64
+	Norm float64 `yaml:"agg_norm"`
 }
 
 // DefaultAggConfig is token-mean with turns as sequences.

@@ -19,12 +19,13 @@ import (
 // GAEConfig configures gae.
 type GAEConfig struct {
 	// Gamma and Lambda are the token-level discount and GAE λ (verl's algorithm.gamma, lam).
-	Gamma, Lambda float64
+	Gamma  float64 `yaml:"gamma"`
+	Lambda float64 `yaml:"lambda"`
 	// BiLevel runs RAGEN's bi-level GAE: over turns with TurnGamma first, then over the tokens
 	// inside each turn.
-	BiLevel bool
+	BiLevel bool `yaml:"bi_level"`
 	// TurnGamma is the turn-level discount γ_hi of bi-level GAE (RAGEN's high_level_gamma).
-	TurnGamma float64
+	TurnGamma float64 `yaml:"turn_gamma"`
 }
 
 // DefaultGAEConfig is γ = λ = 1 (verl), γ_hi = 0.95 (RAGEN), bi-level off.

@@ -136,8 +136,6 @@ func (j *job) rl(ctx context.Context) error {
 		return err
 	}
 	g.ScheduleSteps(j.rlSteps)
-	g.Profile = grpo.ProfileConfig{Enable: j.cfg.Profiling.Enable, Rewards: j.cfg.Profiling.Rewards,
-		Condensation: j.cfg.Profiling.Condensation}
 	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g,
 		grpo.WithDist(j.o.Dist))
 	if err != nil {
