@@ -253,7 +253,7 @@ func TestTrainSageMaker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hyper := `{"train.steps": "1", "rollout.tasks": 2, "rollout.group": "2", "rollout.max_new_tokens": "8",
+	hyper := `{"env.name": "gsm8k", "train.steps": "1", "rollout.tasks": 2, "rollout.group": "2", "rollout.max_new_tokens": "8",
 		"data.val_size": "2", "train.report": "false", "seed": "3"}`
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
+	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/model/hub"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -72,6 +73,16 @@ func checkDataFiles(cmd string, cfg *config.Config, train bool) error {
 		}
 		if _, err := os.Stat(f.path); err != nil {
 			return usagef("%s: %s %s: %v: give an existing parquet or JSONL file", cmd, f.key, f.path, errors.Unwrap(err))
+		}
+		if f.key == "data.ground_truth_file" {
+			continue
+		}
+		// Rows of another environment's tasks are a configuration mistake: said here, before any
+		// work. A file that does not read is left to the run, which names the row.
+		if rows, _, err := data.Read(f.path, data.Options{SkipInvalid: cfg.Data.SkipInvalid}); err == nil {
+			if err := cfg.CheckRows(f.path, rows); err != nil {
+				return usagef("%s: %v", cmd, err)
+			}
 		}
 	}
 	return nil

@@ -34,6 +34,10 @@ func TestPreflight(t *testing.T) {
 	case torch.DistBackendBuilt(torch.NCCL):
 		twoGPUs = "" // it would train
 	}
+	gsm8k := filepath.Join(dir, "gsm8k.jsonl") // rows of another environment than calc_mult, the default
+	if err := run([]string{"data", "gen", "--task", "gsm8k", "--n", "2", "--out", gsm8k}); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		env  []string
 		args []string
@@ -42,6 +46,7 @@ func TestPreflight(t *testing.T) {
 		{nil, []string{"--model", filepath.Join(dir, "mymodel")}, "model: " + filepath.Join(dir, "mymodel") + ": no such directory"},
 		{nil, []string{"--data", filepath.Join(dir, "train.parquet")}, "data.train " + filepath.Join(dir, "train.parquet") + ": no such file or directory"},
 		{nil, []string{"--device", "cuda:99"}, "device cuda:99: "},
+		{nil, []string{"--data", gsm8k}, `row 1 has data_source "openai/gsm8k": not a task of environment calc_mult`},
 		{[]string{"GPUS=0,1", "N_GPUS=3"}, nil, `"0,1" lists 2 GPUs but N_GPUS is 3`},
 		{[]string{"GPUS=0,1"}, []string{"--nproc", "3"}, "3 processes but GPUS lists 2 GPUs (0,1): one process per GPU"},
 		{[]string{"GPUS=0,1"}, nil, twoGPUs},

@@ -108,7 +108,7 @@ var guarantees = map[string]sandbox.Guarantee{
 
 func (c *Config) sandbox(log func(string)) (sandbox.Config, error) {
 	p := c.Env.Python
-	lim := sandbox.DefaultLimits
+	var lim sandbox.Limits // zero fields: the sandbox's own defaults (sandbox.DefaultLimits)
 	setPositive(&lim.Wall, p.Wall)
 	setPositive(&lim.CPUSeconds, p.CPUSeconds)
 	setPositive(&lim.MemoryBytes, p.MemoryMB<<20)
