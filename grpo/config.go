@@ -130,10 +130,10 @@ type CriticConfig struct {
 	// 7B models; a fixed 1e-5 beside a small model's actor rate (1e-4 for the demo's 0.9M
 	// parameters) leaves the critic ten times slower than the actor instead of ten times faster.
 	// AdamW moves each weight by about LR per step, so the value head (hidden-size weights, zero at
-	// start) moves a value by at most about LR × Σ|h| ≈ LR × 0.8·hidden per step: 1e-3 per step for
-	// hidden 128 at 1e-5, and it would take ~1000 updates to fit values as varied as a multi-turn
-	// task's returns (0 to 3). Deriving the rate from the actor's keeps verl's 1e-5 at verl's actor
-	// rate and scales with whatever rate a small model's recipe chose.
+	// start) moves a value by at most about LR × Σ|hᵢ| per step (h the final hidden state): 4e-4
+	// per step on the demo's model (hidden 128) at 1e-5, thousands of updates to fit a multi-turn
+	// task's returns (0 to 3; docs/bench/learning.md). Deriving the rate from the actor's keeps
+	// verl's 1e-5 at verl's actor rate and scales with whatever rate a small model's recipe chose.
 	LR          float64
 	Warmup      int     // critic warmup steps: the actor is not updated before (trainer.critic_warmup)
 	ValueClip   float64 // ε_v of the clipped value loss (critic.cliprange_value)
