@@ -11,16 +11,17 @@
 #   curves   STEPS RL steps each of grpo_multiturn, gae (token-level) and gae with bi_level, held-out
 #            score (4 samples per task at temperature 1, the demo's evaluation) every EVERY steps.
 #
-# Every run starts from the same warm-up: the demo's 800 SFT steps with seed SEED (default 2, a
-# seed whose warm-up copies well on the machine of the page), exported once. One thread per run,
-# one run at a time. Runs stay under OUT.
+# Every run starts from the same warm-up: the demo's 800 SFT steps with seed SEED (default 2),
+# exported once and reused. RL runs with seed RL_SEED (default SEED; another draws other tasks and
+# episodes from the same warm-up); their directories end in _sRL_SEED. One thread per run, one run
+# at a time. Runs stay under OUT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-critic}
 WHAT=${1:-all}
 case "$WHAT" in critic | curves | all) ;; *) echo "usage: $0 [critic|curves|all]" >&2; exit 2 ;; esac
-SEED=${SEED:-2} STEPS=${STEPS:-30} EVERY=${EVERY:-10} CRITIC_STEPS=${CRITIC_STEPS:-10}
+SEED=${SEED:-2} RL_SEED=${RL_SEED:-${SEED:-2}} STEPS=${STEPS:-30} EVERY=${EVERY:-10} CRITIC_STEPS=${CRITIC_STEPS:-10}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0 --set train.export=false --set train.checkpoint_every=0)
@@ -36,16 +37,16 @@ fi
 
 # rl NAME STEPS [--set ...]: STEPS RL steps from the warm-up.
 rl() {
-  local name=$1 steps=$2
+  local name=$1_s$RL_SEED steps=$2
   shift 2
   rm -rf "${OUT:?}/$name"
-  "$BIN" train --config configs/demo.yaml --model "$warm-model" --seed "$SEED" --run-dir "$OUT/$name" \
+  "$BIN" train --config configs/demo.yaml --model "$warm-model" --seed "$RL_SEED" --run-dir "$OUT/$name" \
     --set sft.steps=0 --steps "$steps" "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
 }
 
 # show RUN KEY...: one row per step of RUN's metrics KEY....
 show() {
-  python3 - "$OUT/$1/metrics.jsonl" "${@:2}" <<'PY'
+  python3 - "$OUT/$1_s$RL_SEED/metrics.jsonl" "${@:2}" <<'PY'
 import json, sys
 path, keys = sys.argv[1], sys.argv[2:]
 print("| step | " + " | ".join(keys) + " |")
