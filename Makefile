@@ -8,7 +8,7 @@ BIN     := bin/mtgrpo
 STAMP   := build/.setup-done
 
 .PHONY: setup shim build test test-scripts test-short bench bench-torch demo fmt vet clean \
-	check-fresh check-torch2 check-cuda-build
+	check-fresh check-torch2 check-cuda-build check-docker
 
 # setup: system packages, Go modules, npm assets (see scripts/setup.sh). Re-run with `make setup`.
 $(STAMP): scripts/setup.sh scripts/libtorch.sh scripts/npm/package.json
@@ -66,12 +66,17 @@ demo: build
 # check-torch2: Debian trixie's libtorch 2.6 (CPU) and Python 3.13: shim, torch/model/rollout/env tests.
 # check-cuda-build: trixie's CUDA libtorch 2.6: the CUDA shim, the binary and the GPU scripts build
 # and link, and stop cleanly where a GPU is needed (not in every CI run: ~8 GB of packages).
+# check-docker: the image (BASE=trixie, stand-in cuDNN) built with Docker from imported bases, then
+# `mtgrpo version` and `mtgrpo demo --short` in it on the CPU (Docker with BuildKit; dockerd is
+# started if none runs).
 check-fresh:
 	scripts/check_fresh.sh
 check-torch2:
 	scripts/check_torch2.sh
 check-cuda-build:
 	scripts/check_cuda_build.sh
+check-docker:
+	scripts/check_docker.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -16,46 +16,92 @@ import (
 type Config struct {
 	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult factors+1,
 	// wiki_qa 4, frozenlake 5, guess_number 7, countdown 1, data 1 or 4 with tools).
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns"`
 	// Context is the trajectory reward rule: "off" (weighted sum), "inverse" (1/max context
 	// tokens when format and answer are right) or "scaled" (Budget/max context tokens).
-	Context string
+	Context string `yaml:"reward_rule"`
 	// Budget is the numerator of the "scaled" rule, in tokens.
-	Budget int
-	// Python configures the python tool's sandbox (interpreter, limits).
-	Python sandbox.Config
+	Budget int `yaml:"reward_budget"`
+	// Python configures the python tool's sandbox (interpreter, limits); a run's configuration
+	// gives it in its own units (cmd/internal/config's env.python section).
+	Python sandbox.Config `yaml:"-"`
+	// Domain picks the "data" environment's rubric: math, code, qa, general; "" chooses per row
+	// from data_source and ability.
+	Domain string `yaml:"domain"`
+	// Tools lists the tools of the "data" environment: python, calculator, search.
+	Tools []string `yaml:"tools"`
 	// CorpusPath is a JSONL corpus ({id, title, text}) for the search tool; default: the generated
 	// facts corpus of wiki_qa.
-	CorpusPath string
+	CorpusPath string `yaml:"corpus"`
+	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
+	// so a small model can learn the rules first).
+	Slippery bool `yaml:"slippery"`
 	// Digits and Factors shape generated calc_mult tasks: operand length 1 to 6 and 2 to 4
 	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
-	Digits, Factors int
+	Digits  int `yaml:"digits"`
+	Factors int `yaml:"factors"`
 	// DirectDemos is the share (0 to 1) of calc_mult demonstrations that state the product
 	// without calling the calculator, as a demonstrator that does the arithmetic itself would (a
 	// larger model's transcripts). A small model cannot imitate those: after such a warm-up it
 	// answers some tasks from memory and gets them wrong, and RL has to learn that calling the
 	// tool pays.
-	DirectDemos float64
-	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
-	// so a small model can learn the rules first).
-	Slippery bool
-	// Tools lists the tools of the "data" environment: python, calculator, search.
-	Tools []string
-	// Domain picks the "data" environment's rubric: math, code, qa, general; "" chooses per row
-	// from data_source and ability.
-	Domain string
+	DirectDemos float64 `yaml:"direct_demos"`
 	// MaxToolCalls is the most tool calls one assistant message may make (0: the default, 5);
 	// calls past it are not run and count as failed calls.
-	MaxToolCalls int
+	MaxToolCalls int `yaml:"max_tool_calls"`
 	// ToolTime is the wall-clock budget of one message's tool calls together (0: the default,
 	// 20s); when it runs out the running call is cancelled and the rest are answered with a
 	// timeout message.
-	ToolTime time.Duration
+	ToolTime time.Duration `yaml:"tool_time"`
 	// ExtraTools are tools from outside the binary (an MCP server's, see package env/mcp),
 	// offered in every episode after the environment's own tools. A question-answering
 	// environment that gains tools becomes multi-turn (IsMultiTurn): its turn limit is
 	// MaxTurns, or DefaultToolTurns when it had one turn. Game environments take none.
-	ExtraTools []Tool
+	ExtraTools []Tool `yaml:"-"`
+}
+
+// KeyError is a bad setting of Config, named by its key in a run's env: section (reward_rule,
+// digits, ...).
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("env: %s: %v", e.Key, e.Err) }
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+func badKey(key, format string, a ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, a...)}
+}
+
+// Validate names the first bad setting by its key (a KeyError).
+func (c Config) Validate() error {
+	switch c.Context {
+	case "", ContextOff, ContextInverse, ContextScaled:
+	default:
+		return badKey("reward_rule", "%q: want off, inverse or scaled", c.Context)
+	}
+	m := c.mult()
+	switch {
+	case c.Context == ContextScaled && c.Budget <= 0:
+		return badKey("reward_budget", "%d: the scaled reward rule needs a token budget > 0", c.Budget)
+	case c.Budget < 0:
+		return badKey("reward_budget", "%d: must be at least 0", c.Budget)
+	case c.ToolTime < 0:
+		return badKey("tool_time", "%v: must be >= 0", c.ToolTime)
+	case !(c.DirectDemos >= 0 && c.DirectDemos <= 1):
+		return badKey("direct_demos", "%v: must be in [0, 1]", c.DirectDemos)
+	case m.Digits < 1 || m.Digits > 6:
+		return badKey("digits", "%d: want 1 to 6 (0: %d)", c.Digits, DefaultMult.Digits)
+	case m.Factors < 2 || m.Factors > 4:
+		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
+	case c.MaxTurns < 0:
+		return badKey("max_turns", "%d: must be at least 0", c.MaxTurns)
+	case c.MaxToolCalls < 0:
+		return badKey("max_tool_calls", "%d: must be at least 0", c.MaxToolCalls)
+	}
+	return nil
 }
 
 // mult is the calc_mult task shape: Digits and Factors over DefaultMult.
@@ -123,25 +169,8 @@ func Open(name string, cfg Config) (*Environment, error) {
 	if !ok {
 		return nil, fmt.Errorf("env: unknown environment %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	switch cfg.Context {
-	case "", ContextOff, ContextInverse, ContextScaled:
-	default:
-		return nil, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", cfg.Context)
-	}
-	if d := cfg.mult().Digits; d < 1 || d > 6 {
-		return nil, fmt.Errorf("env: calc_mult digits %d (want 1 to 6)", d)
-	}
-	if cfg.DirectDemos < 0 || cfg.DirectDemos > 1 {
-		return nil, fmt.Errorf("env: direct_demos %g (want a share from 0 to 1)", cfg.DirectDemos)
-	}
-	if f := cfg.mult().Factors; f < 2 || f > 4 {
-		return nil, fmt.Errorf("env: calc_mult factors %d (want 2 to 4)", f)
-	}
-	if cfg.Context == ContextScaled && cfg.Budget <= 0 {
-		return nil, fmt.Errorf("env: context reward \"scaled\" needs a token budget > 0")
-	}
-	if err := cfg.toolLimits().Validate(); err != nil {
-		return nil, fmt.Errorf("env: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	env, err := e.open(cfg, &shared{cfg: cfg})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -139,7 +140,7 @@ func TestEpochsAndMiniBatches(t *testing.T) {
 func TestMTGRPOTurnCredit(t *testing.T) {
 	dir := tinyDir(t, 11, nil)
 	err := torch.Run(func() error {
-		for _, est := range []Estimator{EstMTGRPO, EstGRPO} {
+		for _, est := range []algo.Estimator{EstMTGRPO, algo.EstGRPO} {
 			cfg := smallConfig()
 			cfg.Advantage.Estimator = est
 			r := newRun(t, dir, newByteEnv(2, byteSum), cfg, nil)
@@ -165,7 +166,7 @@ func TestMTGRPOTurnCredit(t *testing.T) {
 			if est == EstMTGRPO && differ == 0 {
 				t.Error("mt_grpo: every trajectory's turns got the same advantage")
 			}
-			if est == EstGRPO && differ != 0 {
+			if est == algo.EstGRPO && differ != 0 {
 				t.Errorf("grpo: %d trajectories' turns got different advantages", differ)
 			}
 			r.close()

@@ -15,7 +15,8 @@ import (
 // each. With DAPO's dynamic sampling, groups whose rewards are all equal carry no signal and are
 // dropped, and more tasks are drawn until Tasks groups with signal are collected or MaxGenBatches
 // rounds have run (then the step trains on what it has). frac_reward_zero_std is measured on the
-// first round, before any filtering.
+// first round, before any filtering. Deviation D11 (grpo/algo/doc.go): singleton groups are
+// dropped too.
 func (t *Trainer) rollout(ctx context.Context, src TaskSource, m Metrics) ([]*rollout.Trajectory, error) {
 	r := t.cfg.Rollout
 	rounds := t.cfg.DAPO.MaxGenBatches
@@ -94,7 +95,7 @@ func (t *Trainer) playPart(ctx context.Context, tasks []env.Task, lo, iter, roun
 	r := t.cfg.Rollout
 	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
-		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes,
+		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, t.envs),
 		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.Group,
 	})
 	if err != nil {

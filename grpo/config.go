@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -33,97 +36,109 @@ type Config struct {
 	// PeakFLOPS is the device's peak dense FLOP/s in the training dtype (e.g. 989e12 for an H100's
 	// bf16); when set, perf/mfu reports the actor update's model FLOPs utilisation. 0: unknown.
 	PeakFLOPS float64
+	// Profile adds the rollout's time split to every step's metrics (trajectory_profiling).
+	Profile ProfileConfig
 }
 
-// RolloutConfig says what one step generates.
+// RolloutConfig says what one step generates (the rollout: section; the condenser is built from
+// its own section, rollout.CondenserConfig).
 type RolloutConfig struct {
 	// Tasks is the number of tasks (prompts) per step: data.train_batch_size.
-	Tasks int
+	Tasks int `yaml:"tasks"`
 	// Group is the number of trajectories per task, the GRPO group:
 	// n_trajectories_per_question, actor_rollout_ref.rollout.n.
-	Group int
-	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...).
-	Sampling rollout.Sampling
+	Group int `yaml:"group"`
+	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...);
+	// its keys sit beside the others.
+	Sampling rollout.Sampling `yaml:",inline"`
 	// MaxTurns caps an episode's action turns: max_turns_per_trajectory (0: the environment's).
-	MaxTurns int
+	MaxTurns int `yaml:"max_turns"`
 	// MaxContextTokens ends an episode whose next context would be longer: max_context_length.
-	MaxContextTokens int
+	MaxContextTokens int `yaml:"max_context_tokens"`
 	// Condenser builds each turn's context (nil: the full history).
-	Condenser rollout.Condenser
+	Condenser rollout.Condenser `yaml:"-"`
 	// MaskTruncated gives outputs cut by the length limit loss mask 0 (DAPO overlong filtering).
-	MaskTruncated bool
+	MaskTruncated bool `yaml:"mask_truncated"`
 	// MaxLen is the KV cache length per sequence (context plus output; 0: MaxContextTokens +
 	// Sampling.MaxNewTokens, or 4096).
-	MaxLen int
+	MaxLen int `yaml:"max_len"`
 	// ChatVars are extra chat template variables (e.g. enable_thinking).
-	ChatVars map[string]any
+	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
 	// Workers bounds concurrent environment, tool and reward calls (0: 32).
-	Workers int
-	// MaxOpenEpisodes bounds the episodes open at once (0: all): set it to the environment's
-	// MaxConcurrent for an environment server with a session limit.
-	MaxOpenEpisodes int
+	Workers int `yaml:"workers"`
+	// MaxOpenEpisodes bounds the episodes open at once (0: all). The environment's own limit
+	// (env.Environment.MaxConcurrent, a server's session limit) applies as well: the smaller one
+	// holds (openEpisodeLimit).
+	MaxOpenEpisodes int `yaml:"-"`
 }
 
-// UpdateConfig says how a rollout batch becomes optimizer steps.
+// UpdateConfig says how a rollout batch becomes optimizer steps (the update: section).
 type UpdateConfig struct {
 	// Epochs passes over each rollout batch (ppo_epochs); more than one needs old log-probs.
-	Epochs int
+	Epochs int `yaml:"epochs"`
 	// MiniBatches splits the batch into this many optimizer steps per epoch, by trajectory
 	// (train_batch_size / ppo_mini_batch_size); more than one needs old log-probs.
-	MiniBatches int
+	MiniBatches int `yaml:"mini_batches"`
 	// MicroTokens is the token budget of one forward/backward pass (ppo_max_token_len_per_gpu):
 	// turns are packed into micro-batches of at most this many tokens and their gradients
 	// accumulate.
-	MicroTokens int
+	MicroTokens int `yaml:"micro_tokens"`
 	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
-	Checkpoint bool
+	Checkpoint bool `yaml:"gradient_checkpointing"`
 }
 
-// OptimConfig is AdamW and its schedule.
+// OptimConfig is AdamW and its schedule (the optim: section).
 type OptimConfig struct {
-	LR          float64 // peak learning rate
-	Beta1       float64
-	Beta2       float64
-	Eps         float64
-	WeightDecay float64 // decoupled; biases and norm weights are exempt
+	// LR is the peak learning rate (actor.optim.lr).
+	LR float64 `yaml:"lr"`
+	// Beta1 and Beta2 are AdamW's moment decays (betas).
+	Beta1 float64 `yaml:"beta1"`
+	Beta2 float64 `yaml:"beta2"`
+	// Eps is AdamW's ε.
+	Eps float64 `yaml:"eps"`
+	// WeightDecay is decoupled; biases and norm weights are exempt.
+	WeightDecay float64 `yaml:"weight_decay"`
 	// Warmup optimizer steps of linear warmup (lr_warmup_steps).
-	Warmup int
+	Warmup int `yaml:"warmup"`
 	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
-	Schedule   Schedule
-	MinLRRatio float64
-	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown).
-	TotalSteps int
+	Schedule   Schedule `yaml:"schedule"`
+	MinLRRatio float64  `yaml:"min_lr_ratio"`
+	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown). The trainer
+	// sets it from the run's length (ScheduleSteps); it is not a configuration key.
+	TotalSteps int `yaml:"-"`
 	// MaxGradNorm clips the global gradient norm (grad_clip; 0: no clipping). A non-finite norm
 	// always skips the step.
-	MaxGradNorm float64
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
-// RewardConfig shapes trajectory rewards before the advantages are computed.
+// RewardConfig shapes trajectory rewards before the advantages are computed (the reward:
+// section).
 type RewardConfig struct {
 	// KLCoef puts the KL to the reference in the reward instead of (or besides) the loss
 	// (algorithm.use_kl_in_reward with kl_ctrl.kl_coef): every trained token gets −KLCoef·KL as a
 	// token reward; outcome estimators add those to the trajectory's score, GAE sees them per token.
 	// 0: off (no reference model needed for it).
-	KLCoef float64
+	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the estimator of the KL in the reward (algorithm.kl_penalty).
-	KLKind KLKind
+	KLKind KLKind `yaml:"kl_kind"`
 }
 
-// DAPOConfig holds DAPO's dynamic sampling and overlong buffer.
+// DAPOConfig holds DAPO's dynamic sampling and overlong buffer (the dapo: section).
 type DAPOConfig struct {
 	// DynamicSampling drops groups whose rewards are all equal (no learning signal) and keeps
 	// generating until Rollout.Tasks groups with signal are collected (filter_groups.enable).
-	DynamicSampling bool
+	DynamicSampling bool `yaml:"dynamic_sampling"`
 	// MaxGenBatches caps the generation rounds of one step (filter_groups.max_num_gen_batches;
 	// 0: 4). When the cap is hit the step trains on the groups it has.
-	MaxGenBatches int
+	MaxGenBatches int `yaml:"max_gen_batches"`
 	// OverlongLen is the buffer before the length limit in which a linear penalty applies
-	// (overlong_buffer.len; 0: off), OverlongFactor the penalty at the limit (penalty_factor).
-	OverlongLen    int
-	OverlongFactor float64
+	// (overlong_buffer.len; 0: off).
+	OverlongLen int `yaml:"overlong_len"`
+	// OverlongFactor is the penalty at the limit (overlong_buffer.penalty_factor).
+	OverlongFactor float64 `yaml:"overlong_factor"`
 }
 
-// CriticConfig is the PPO value model.
+// CriticConfig is the PPO value model (the critic: section).
 type CriticConfig struct {
 	// LR is the critic's learning rate (critic.optim.lr), constant; 0 (the default) means
 	// CriticLRRatio × Optim.LR. verl's pair is 1e-6 for the actor and 1e-5 for the critic, tuned for
@@ -134,18 +149,21 @@ type CriticConfig struct {
 	// per step on the demo's model (hidden 128) at 1e-5, thousands of updates to fit a multi-turn
 	// task's returns (0 to 3; docs/bench/learning.md). Deriving the rate from the actor's keeps
 	// verl's 1e-5 at verl's actor rate and scales with whatever rate a small model's recipe chose.
-	LR          float64
-	Warmup      int     // critic warmup steps: the actor is not updated before (trainer.critic_warmup)
-	ValueClip   float64 // ε_v of the clipped value loss (critic.cliprange_value)
-	MaxGradNorm float64
+	LR float64 `yaml:"lr"`
+	// Warmup is the critic's warmup steps: the actor is not updated before (trainer.critic_warmup).
+	Warmup int `yaml:"warmup"`
+	// ValueClip is ε_v of the clipped value loss (critic.cliprange_value).
+	ValueClip float64 `yaml:"value_clip"`
+	// MaxGradNorm clips the critic's gradient norm (critic.grad_clip; 0: no clipping).
+	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
 // Defaults are verl's defaults where verl has one, scaled for small models where it matters.
 func Defaults() Config {
 	return Config{
-		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512},
+		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
-		Advantage: DefaultAdvConfig(),
+		Advantage: algo.DefaultAdvConfig(),
 		Reward:    RewardConfig{KLKind: KLK3},
 		Loss:      DefaultLossConfig(),
 		Optim: OptimConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01,
@@ -174,59 +192,59 @@ func (c *Config) Validate() error {
 	r, u, o := c.Rollout, c.Update, c.Optim
 	switch {
 	case r.Tasks < 1:
-		return badKey("rollout.tasks", "%d, want >= 1", r.Tasks)
+		return enum.BadKey("rollout.tasks", "%d, want >= 1", r.Tasks)
 	case r.Group < 1:
-		return badKey("rollout.group", "%d, want >= 1", r.Group)
+		return enum.BadKey("rollout.group", "%d, want >= 1", r.Group)
 	case r.MaxTurns < 0:
-		return badKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
+		return enum.BadKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
 	case r.MaxContextTokens < 0:
-		return badKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
+		return enum.BadKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
 	case r.MaxLen < 0:
-		return badKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
+		return enum.BadKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
 	case r.Workers < 0:
-		return badKey("rollout.workers", "%d, want >= 0", r.Workers)
+		return enum.BadKey("rollout.workers", "%d, want >= 0", r.Workers)
 	case r.MaxOpenEpisodes < 0:
-		return badKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
+		return enum.BadKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
 	case u.Epochs < 1:
-		return badKey("update.epochs", "%d, want >= 1", u.Epochs)
+		return enum.BadKey("update.epochs", "%d, want >= 1", u.Epochs)
 	case u.MiniBatches < 1:
-		return badKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
+		return enum.BadKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
 	case u.MiniBatches > r.Tasks*r.Group:
-		return badKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
+		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
 	case u.MicroTokens < 1:
-		return badKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
+		return enum.BadKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
 	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return badKey("optim.lr", "%v, want a finite number >= 0", o.LR)
+		return enum.BadKey("optim.lr", "%v, want a finite number >= 0", o.LR)
 	case !(o.Beta1 >= 0 && o.Beta1 < 1):
-		return badKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
+		return enum.BadKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
 	case !(o.Beta2 >= 0 && o.Beta2 < 1):
-		return badKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
+		return enum.BadKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
 	case !(o.Eps > 0) || math.IsInf(o.Eps, 1):
-		return badKey("optim.eps", "%v, want a finite number > 0", o.Eps)
+		return enum.BadKey("optim.eps", "%v, want a finite number > 0", o.Eps)
 	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 1):
-		return badKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
+		return enum.BadKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
 	case o.Warmup < 0:
-		return badKey("optim.warmup", "%d, want >= 0", o.Warmup)
+		return enum.BadKey("optim.warmup", "%d, want >= 0", o.Warmup)
 	case o.TotalSteps < 0:
-		return badKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
+		return enum.BadKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
 	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1):
-		return badKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
+		return enum.BadKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
 	case !(o.MaxGradNorm >= 0) || math.IsInf(o.MaxGradNorm, 1):
-		return badKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
+		return enum.BadKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
 	case c.DAPO.MaxGenBatches < 0:
-		return badKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
+		return enum.BadKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
 	case c.DAPO.OverlongLen < 0:
-		return badKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
+		return enum.BadKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
 	case !(c.DAPO.OverlongFactor >= 0) || math.IsInf(c.DAPO.OverlongFactor, 1):
-		return badKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
+		return enum.BadKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
 	case !(c.Critic.LR >= 0) || math.IsInf(c.Critic.LR, 1):
-		return badKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
+		return enum.BadKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
 	case !(c.Critic.ValueClip >= 0) || math.IsInf(c.Critic.ValueClip, 1):
-		return badKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
+		return enum.BadKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
 	case c.Critic.Warmup < 0:
-		return badKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
+		return enum.BadKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
 	case !(c.Critic.MaxGradNorm >= 0) || math.IsInf(c.Critic.MaxGradNorm, 1):
-		return badKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
+		return enum.BadKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
 	}
 	if _, err := ParseSchedule(string(o.Schedule)); err != nil {
 		return &KeyError{Key: "optim.schedule", Err: err}
@@ -238,7 +256,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if !(c.Reward.KLCoef >= 0) || math.IsInf(c.Reward.KLCoef, 0) {
-		return badKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
+		return enum.BadKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
 	}
 	if c.Reward.KLCoef > 0 {
 		if _, err := ParseKLKind(string(c.Reward.KLKind)); err != nil {
@@ -246,7 +264,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.DAPO.OverlongLen > 0 {
-		o := Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
+		o := algo.Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
 		if err := o.Validate(c.Rollout.Sampling.MaxNewTokens); err != nil {
 			return err
 		}
@@ -254,8 +272,30 @@ func (c *Config) Validate() error {
 	return c.Loss.Validate()
 }
 
-// needsRef reports whether the reference model's log-probs are needed (a KL term anywhere).
-func (c *Config) needsRef() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+// NeedsReference reports whether training needs the reference model (Models.Reference): its
+// log-probs are read by a KL term in the loss or in the reward.
+func (c *Config) NeedsReference() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
+
+// NeedsCritic reports whether training needs a critic (Models.Critic): the gae estimator.
+func (c *Config) NeedsCritic() bool { return c.Advantage.Estimator == EstGAE }
+
+// ScheduleSteps sets Optim.TotalSteps, the length of the learning-rate schedule, to the optimizer
+// steps that the given number of Steps take (Epochs × MiniBatches each), unless it is set.
+func (c *Config) ScheduleSteps(steps int) {
+	if c.Optim.TotalSteps == 0 {
+		c.Optim.TotalSteps = steps * c.Update.Epochs * c.Update.MiniBatches
+	}
+}
+
+// openEpisodeLimit is the bound on episodes open at once: the smaller of configured and the
+// environment's MaxConcurrent, where 0 means no bound.
+func openEpisodeLimit(configured int, envs *env.Environment) int {
+	limit := configured
+	if envs != nil && envs.MaxConcurrent > 0 && (limit == 0 || envs.MaxConcurrent < limit) {
+		limit = envs.MaxConcurrent
+	}
+	return limit
+}
 
 // needsOld reports whether ℓ_old must be computed before the update: the policy changes between
 // the first and a later optimizer step on the same batch.

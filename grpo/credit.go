@@ -3,6 +3,7 @@ package grpo
 import (
 	"fmt"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -81,7 +82,7 @@ func (t *Trainer) outcomeCredit(trajs []*rollout.Trajectory, idx []int, scores [
 			tokens[k] += s.trained
 		}
 	}
-	adv, st, err := Outcome(t.cfg.Advantage, scores, groups, tokens)
+	adv, st, err := algo.OutcomeAdvantage(t.cfg.Advantage, scores, groups, tokens)
 	if err != nil {
 		return err
 	}
@@ -97,13 +98,13 @@ func (t *Trainer) outcomeCredit(trajs []*rollout.Trajectory, idx []int, scores [
 // mtCredit: MT-GRPO's Â^out + c·Â^turn on the turns up to the first tool result, Â^out after,
 // Â^comb without a tool result.
 func (t *Trainer) mtCredit(trajs []*rollout.Trajectory, idx []int, scores []float64, byTraj map[int][]*sample, m Metrics) error {
-	in := make([]MTTrajectory, len(idx))
+	in := make([]algo.MTTrajectory, len(idx))
 	for k, i := range idx {
 		tr := trajs[i]
-		in[k] = MTTrajectory{Group: tr.Group, Outcome: scores[k], Turn: tr.Score.TurnReward, Turns: len(tr.Turns),
+		in[k] = algo.MTTrajectory{Group: tr.Group, Outcome: scores[k], Turn: tr.Score.TurnReward, Turns: len(tr.Turns),
 			ToolTurn: firstToolResult(tr)}
 	}
-	adv, st, err := MTGRPO(in, t.cfg.Advantage)
+	adv, st, err := algo.MTGRPOAdvantage(in, t.cfg.Advantage)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func (t *Trainer) mtCredit(trajs []*rollout.Trajectory, idx []int, scores []floa
 
 // groupStats records the advantage phase's group statistics. frac_reward_zero_std keeps the value
 // measured on the rollout before dynamic sampling filtered anything.
-func (m Metrics) groupStats(st GroupStats) {
+func (m Metrics) groupStats(st algo.GroupStats) {
 	for k, v := range st.Metrics() {
 		if _, ok := m[k]; !ok {
 			m[k] = v
@@ -143,12 +144,12 @@ func firstToolResult(tr *rollout.Trajectory) int {
 // gaeCredit: per-token advantages and returns from the critic's values (plain or bi-level GAE),
 // with turn rewards on each turn's last trained token and the trajectory reward on the last turn.
 func (t *Trainer) gaeCredit(trajs []*rollout.Trajectory, idx []int, byTraj map[int][]*sample, kl map[*sample][]float64) error {
-	in := make([][]GAETurn, len(idx))
+	in := make([][]algo.GAETurn, len(idx))
 	for k, i := range idx {
 		tr := trajs[i]
 		ss := byTraj[i]
 		for j, s := range ss {
-			turn := GAETurn{Values: s.trainedValues(s.values), Reward: tr.Turns[s.turn].Reward}
+			turn := algo.GAETurn{Values: s.trainedValues(s.values), Reward: tr.Turns[s.turn].Reward}
 			if j == len(ss)-1 {
 				turn.Reward += tr.Reward + t.overlong(tr)
 			}
@@ -156,7 +157,7 @@ func (t *Trainer) gaeCredit(trajs []*rollout.Trajectory, idx []int, byTraj map[i
 			in[k] = append(in[k], turn)
 		}
 	}
-	adv, ret, err := GAE(in, t.cfg.Advantage.GAE)
+	adv, ret, err := algo.GAEAdvantage(in, t.cfg.Advantage.GAE)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (t *Trainer) overlong(tr *rollout.Trajectory) float64 {
 	for _, tu := range tr.Turns {
 		longest = max(longest, len(tu.Output))
 	}
-	return Overlong{Buffer: d.OverlongLen, Factor: d.OverlongFactor}.Penalty(longest, t.maxNewTokens())
+	return algo.Overlong{Buffer: d.OverlongLen, Factor: d.OverlongFactor}.Penalty(longest, t.maxNewTokens())
 }
 
 // maxNewTokens is the per-turn output limit in effect.
@@ -195,7 +196,7 @@ func (t *Trainer) maxNewTokens() int {
 // klReward is −β·KL(ℓ, ℓ_ref) for each trained token of s, in order.
 func (t *Trainer) klReward(s *sample) ([]float64, error) {
 	lp, ref := s.trainedValues(s.logProbsNow()), s.trainedValues(s.ref)
-	r, _, err := KLRewards(t.cfg.Reward.KLKind, lp, ref, t.cfg.Reward.KLCoef)
+	r, _, err := algo.KLRewards(t.cfg.Reward.KLKind, lp, ref, t.cfg.Reward.KLCoef)
 	return r, err
 }
 

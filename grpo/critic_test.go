@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -39,20 +40,20 @@ func TestCriticValueAlignment(t *testing.T) {
 	}
 	masks := [][]bool{{false, false, false, true}, {false, false, false, true, true}}
 	want := [][]float64{{7}, {11, 13}}
-	var in [][]GAETurn
+	var in [][]algo.GAETurn
 	for i, s := range seqs {
 		smp := &sample{Sample: rollout.Sample{IDs: s, Mask: masks[i]}, values: vals[i]}
 		got := smp.trainedValues(smp.values)
 		expectSlice(t, "trained values", got, want[i], 1e-6)
-		in = append(in, []GAETurn{{Values: got, Reward: 1}})
+		in = append(in, []algo.GAETurn{{Values: got, Reward: 1}})
 	}
 	// Unwhitened advantages are the returns less the values; the returns are 1 everywhere.
-	_, ret, err := GAE(in, GAEConfig{Gamma: 1, Lambda: 1})
+	_, ret, err := algo.GAE(in, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectNested(t, "returns", ret[0], [][]float64{{1}}, 1e-9)
-	expectNested(t, "returns", ret[1], [][]float64{{1, 1}}, 1e-9)
+	expectSlice(t, "returns of sequence 0", ret[0][0], []float64{1}, 1e-9)
+	expectSlice(t, "returns of sequence 1", ret[1][0], []float64{1, 1}, 1e-9)
 }
 
 func TestExplainedVarianceHandWorked(t *testing.T) {

@@ -83,7 +83,7 @@ const distSteps, distCheckpoint = 3, 2
 func distScript(t *testing.T, r *run, save func(*run)) distRecord {
 	var rec distRecord
 	var err error
-	rec.Eval, _, err = r.tr.Eval(context.Background(), distTasks(5), EvalConfig{Samples: 2,
+	rec.Eval, _, err = r.eval(context.Background(), distTasks(5), EvalConfig{Samples: 2,
 		Sampling: r.tr.cfg.Rollout.Sampling, Seed: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@
 //	for step := range steps {
 //		metrics, trajs, err := tr.Step(ctx, tasks)  // one iteration; metrics under verl's names
 //	}
-//	val, _, _ := tr.Eval(ctx, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
+//	val, _, _ := grpo.Evaluate(ctx, engine, tok, environment, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
 //	m, _ := tr.SFT(demonstrations)                  // a supervised warm-up step
 //
 // Step reads in phase order (trainer.go): rollout (collect.go: the multi-turn driver on the live
@@ -68,7 +68,6 @@
 //	critic.go          the PPO critic: value head, values, its update
 //	sft.go             supervised warm-up steps on demonstrations
 //	eval.go            validation: accuracy, pass@k
-//	schedule.go        learning-rate warmup and schedules
 //	metrics.go         Metrics and the rollout statistics
 //	optim.go           the optimizer a trainer steps: AdamW whole (gradients summed across ranks)
 //
@@ -78,13 +77,8 @@
 //	                   its checkpoint, in the unsharded format)
 //	dist_ahead.go      rollout ahead of training: rollout ranks one batch ahead of the trainers
 //
-//	advantage.go       outcome advantages from trajectory scores: GRPO, Dr.GRPO, RLOO,
-//	                   REINFORCE++-baseline; group statistics (frac_reward_zero_std)
-//	advantage_mt.go    MT-GRPO turn-level credit
-//	gae.go             GAE and RAGEN's bi-level GAE over turns, whitening
-//	aggregate.go       loss aggregation modes as per-token weights, turn weighting
-//	kl.go              KL estimators (k1, k2, k3, abs), KL in the reward
-//	dapo.go            dynamic sampling's group filter, overlong penalty, truncation masks
+//	algo.go            the settings declared by grpo/algo, under grpo's names
+//	kl.go              the KL estimators on tensors (TokenKL)
 //	loss.go            LossConfig and the actor loss of one micro-batch
 //	loss_policy.go     PPO clip (clip-higher, dual clip), GSPO, CISPO, importance sampling
 //	value.go           the critic's clipped value loss
@@ -92,17 +86,18 @@
 //
 // # The math, and where it runs
 //
-// Per-trajectory math is plain Go on the host (no torch): advantages take slices of scores and
-// group ids and return one advantage per trajectory (or per turn, or per token for GAE), with a
-// citation and the shapes in each function's doc. Estimator names are verl's (grpo, rloo,
-// reinforce_plus_plus_baseline, gae) where verl has them; ParseEstimator and the other Parse
-// functions reject unknown names with an error naming the value.
+// Per-trajectory math is plain Go on the host, in package grpo/algo (no torch, tested without
+// libtorch): advantages take slices of scores and group ids and return one advantage per
+// trajectory (or per turn, or per token for GAE), with a citation and the shapes in each
+// function's doc. Function and estimator names are verl's where verl has them
+// (GRPOOutcomeAdvantage for compute_grpo_outcome_advantage, ...); grpo/algo/doc.go maps every
+// verl, RAGEN and MT-GRPO function to its counterpart and lists every deliberate deviation.
 //
 // Each turn of a trajectory is a training sample of its own (its condensed context masked, its
-// output trained). A trajectory's advantage goes to every trained token of every turn (PerTurn);
-// MT-GRPO adds a turn term to the turns up to the first tool result (MTGRPO).
+// output trained). A trajectory's advantage goes to every trained token of every turn; MT-GRPO
+// adds a turn term to the turns up to the first tool result (algo.MTGRPOAdvantage).
 //
-// Aggregation is decided on the host too: Weights gives every trained token of a mini-batch a
+// Aggregation is decided on the host too: algo.AggWeights gives every trained token of a mini-batch a
 // weight w such that the mini-batch loss is Σ w·L, computed from the whole mini-batch's token and
 // sequence counts. Micro-batches (and data-parallel ranks) then add up to the unsplit loss
 // exactly, whichever way the mini-batch is split. AggConfig.Turns says whether a "sequence" of the
@@ -115,7 +110,7 @@
 // (verl's names: actor/pg_loss, actor/pg_clipfrac, actor/pg_clipfrac_lower, actor/ppo_kl,
 // actor/kl_loss, actor/entropy, rollout_corr/...).
 //
-//	w, _ := grpo.Weights(samples, cfg.Agg)                // host: one weight per sample
+//	w, _ := algo.AggWeights(samples, cfg.Agg)             // host: one weight per sample
 //	var st grpo.Stats
 //	for _, mb := range microBatches {
 //		loss, s, err := grpo.Loss(cfg, grpo.LossInputs{LogProbs: pass.LogProbs, Advantages: mb.adv,

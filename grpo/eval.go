@@ -21,7 +21,8 @@ type EvalConfig struct {
 	ChatVars                   map[string]any
 	// Seed seeds the sampling.
 	Seed uint64
-	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig.
+	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig (the environment's
+	// MaxConcurrent applies as well).
 	MaxOpenEpisodes int
 	// Dist shards the tasks across the training ranks, which exchange their trajectories: every
 	// rank returns the metrics of the whole set (nil: a single process plays them all).
@@ -48,9 +49,15 @@ var valHeadlines = []headline{{ValScore, "val/critic/score/mean"}, {ValFormat, "
 // mean reward and each reward function, strict and lenient accuracy (the rubric's accuracy
 // functions), turns and lengths, and pass@1 and pass@n with the unbiased estimator of Chen et al.
 // (arXiv 2107.03374) over Samples draws, a task counting as solved when its accuracy is 1 (its
-// reward is positive for rubrics without an accuracy function). Run on the torch thread.
+// reward is positive for rubrics without an accuracy function). Data parallel (c.Dist), the
+// training ranks share the tasks and all return the whole set's metrics; a rank that only
+// generates (rollout ahead) returns no metrics. The trainer's own settings (condenser, turn and
+// context limits) reach c through the caller's configuration. Run on the torch thread.
 func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment,
 	tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
+	if c.Dist.generates() {
+		return Metrics{}, nil, nil
+	}
 	n := max(c.Samples, 1)
 	if len(tasks) == 0 {
 		return nil, nil, fmt.Errorf("grpo: eval: no tasks")
@@ -58,7 +65,7 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 	lo, hi := c.Dist.evalShare(len(tasks))
 	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
 		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed,
-		MaxOpenEpisodes: c.MaxOpenEpisodes, FirstIndex: lo * n})
+		MaxOpenEpisodes: openEpisodeLimit(c.MaxOpenEpisodes, envs), FirstIndex: lo * n})
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
@@ -122,33 +129,4 @@ func passAtK(n, c, k int) float64 {
 		p *= 1 - float64(k)/float64(i)
 	}
 	return 1 - p
-}
-
-// Eval plays tasks on the trainer's policy with its rollout settings (condenser, turn and context
-// limits) and c's sampling. Data parallel, the training ranks share the tasks and all return the
-// whole set's metrics; a rank that only generates (rollout ahead) returns no metrics.
-func (t *Trainer) Eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
-	if t.dist.generates() {
-		return Metrics{}, nil, nil
-	}
-	r := t.cfg.Rollout
-	if c.Condenser == nil {
-		c.Condenser = r.Condenser
-	}
-	if c.MaxTurns == 0 {
-		c.MaxTurns = r.MaxTurns
-	}
-	if c.MaxContextTokens == 0 {
-		c.MaxContextTokens = r.MaxContextTokens
-	}
-	if c.ChatVars == nil {
-		c.ChatVars = r.ChatVars
-	}
-	if c.MaxOpenEpisodes == 0 {
-		c.MaxOpenEpisodes = r.MaxOpenEpisodes
-	}
-	if c.Dist == nil {
-		c.Dist = t.dist
-	}
-	return Evaluate(ctx, t.gen, t.tok, t.envs, tasks, c)
 }

@@ -1,7 +1,6 @@
 package grpo
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -21,17 +20,6 @@ func expectSlice(t *testing.T, what string, got, want []float64, tol float64) {
 			t.Errorf("%s[%d] = %.9g, want %.9g (all: %v)", what, i, got[i], want[i], got)
 			return
 		}
-	}
-}
-
-func expectNested(t *testing.T, what string, got, want [][]float64, tol float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: got %d rows %v, want %d %v", what, len(got), got, len(want), want)
-		return
-	}
-	for i := range got {
-		expectSlice(t, fmt.Sprintf("%s[%d]", what, i), got[i], want[i], tol)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -47,7 +48,7 @@ func TestGRPORaisesReward(t *testing.T) {
 	err := torch.Run(func() error {
 		cfg := smallConfig()
 		cfg.Rollout.Tasks, cfg.Rollout.Group = 4, 8
-		cfg.Advantage.Estimator = EstMultiTurnGRPO
+		cfg.Advantage.Estimator = algo.EstMultiTurnGRPO
 		cfg.Optim.LR, cfg.Optim.Warmup = 1e-2, 3
 		r := newRun(t, dir, newByteEnv(2, digitShare), cfg, nil)
 		defer r.close()

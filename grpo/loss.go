@@ -2,18 +2,14 @@ package grpo
 
 // The actor's loss on one micro-batch: policy loss (PPO clip, GSPO or CISPO), KL to the
 // reference, entropy bonus and truncated importance sampling between the sampler's and the
-// trainer's log-probs, aggregated with host-computed weights (Weights) and returned with its
+// trainer's log-probs, aggregated with host-computed weights (algo.AggWeights) and returned with its
 // metric sums (Stats). References: verl core_algos.py compute_policy_loss_vanilla,
 // compute_policy_loss_gspo, compute_policy_loss_cispo, kl_penalty; verl
 // verl/workers/actor/dp_actor.py update_policy (how the terms add up); TRL grpo_trainer.py
 // _compute_loss (vllm_importance_sampling_mode); verl rollout_corr_helper.py.
 //
-// Deviations from verl, on purpose:
-//   - Dual-clip is off unless LossConfig.DualClip is set; verl's vanilla loss always applies it
-//     with clip_ratio_c = 3. It only acts off-policy (ρ ≠ 1) on negative advantages.
-//   - The loss is Σ w·(L_pg·w_IS + β·KL − c_H·H) with the same per-token weights for the three
-//     terms; verl aggregates each with agg_loss, which for the same mode is the same thing.
-//   - actor/entropy is the token mean of the entropy; verl reports it aggregated by the loss mode.
+// Deviations from verl, on purpose: D8 (dual-clip off by default), D9 (one set of weights for
+// the three terms) and D10 (actor/entropy as a token mean), stated in grpo/algo/doc.go.
 //
 // With one update per batch, ℓ_old = ℓ.detach(): ρ ≡ 1, so the displayed pg_loss is −Σ w·A (about
 // 0 with group-normalised advantages) while the gradient, −Σ w·A·∇ℓ, is the policy gradient.
@@ -23,6 +19,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -50,7 +48,7 @@ var policyLosses = []PolicyLoss{PolicyPPO, PolicyGSPO, PolicyCISPO}
 // ParsePolicyLoss reads a policy loss name ("ppo" is accepted for vanilla); unknown names are an
 // error naming the value.
 func ParsePolicyLoss(s string) (PolicyLoss, error) {
-	return parseEnum("policy loss", s, policyLosses, map[string]PolicyLoss{"ppo": PolicyPPO})
+	return enum.Parse("policy loss", s, policyLosses, map[string]PolicyLoss{"ppo": PolicyPPO})
 }
 
 // ISMode is how the sampler-vs-trainer importance ratio ρ_IS = π_old/π_roll corrects the policy
@@ -77,7 +75,7 @@ var isModes = []ISMode{ISOff, ISTokenTruncate, ISTokenMask, ISSeqTruncate, ISSeq
 // ParseISMode reads an importance-sampling mode ("" and "none" mean off); unknown values are an
 // error naming the value.
 func ParseISMode(s string) (ISMode, error) {
-	return parseEnum("importance sampling mode", s, isModes, map[string]ISMode{"": ISOff, "none": ISOff})
+	return enum.Parse("importance sampling mode", s, isModes, map[string]ISMode{"": ISOff, "none": ISOff})
 }
 
 func (m ISMode) on() bool       { return m != ISOff && m != "" }
@@ -86,28 +84,32 @@ func (m ISMode) sequence() bool { return m == ISSeqTruncate || m == ISSeqMask }
 // LossConfig configures the actor loss. DefaultLossConfig has verl's defaults.
 type LossConfig struct {
 	// Policy is the policy loss (vanilla).
-	Policy PolicyLoss
+	Policy PolicyLoss `yaml:"policy"`
 	// ClipLow and ClipHigh are ε_low and ε_high of PPO's clip (0.2, 0.2; DAPO's clip-higher sets
 	// ClipHigh 0.28); CISPO clips its IS weight to [1−ClipLow, 1+ClipHigh] (ClipLow 1: no lower
 	// bound).
-	ClipLow, ClipHigh float64
+	ClipLow  float64 `yaml:"clip_low"`
+	ClipHigh float64 `yaml:"clip_high"`
 	// DualClip is dual-clip PPO's c (> 1) for negative advantages; 0 is off (the default; verl's
 	// clip_ratio_c = 3 is always on).
-	DualClip float64
+	DualClip float64 `yaml:"dual_clip"`
 	// GSPOClipLow and GSPOClipHigh clip GSPO's sequence ratio (3e-4, 4e-4 as in the GSPO paper).
-	GSPOClipLow, GSPOClipHigh float64
+	GSPOClipLow  float64 `yaml:"gspo_clip_low"`
+	GSPOClipHigh float64 `yaml:"gspo_clip_high"`
 	// KLCoef is β of the KL-to-reference term in the loss (0: no term, no reference model).
-	KLCoef float64
+	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the KL estimator (k3).
-	KLKind KLKind
+	KLKind KLKind `yaml:"kl_kind"`
 	// EntropyCoef is the entropy bonus coefficient (0).
-	EntropyCoef float64
+	EntropyCoef float64 `yaml:"entropy_coef"`
 	// IS corrects the sampler-vs-trainer mismatch (off); ISMax is the cap C (2) and ISMin the lower
 	// bound (0: none) of its ratio.
-	IS           ISMode
-	ISMin, ISMax float64
-	// Agg is the loss aggregation, applied through Weights.
-	Agg AggConfig
+	IS    ISMode  `yaml:"is"`
+	ISMin float64 `yaml:"is_min"`
+	ISMax float64 `yaml:"is_max"`
+	// Agg is the loss aggregation, applied through Weights; its keys (agg, agg_turns, agg_norm)
+	// sit beside the others.
+	Agg AggConfig `yaml:",inline"`
 }
 
 // DefaultLossConfig is verl's actor defaults (clip 0.2/0.2, k3, no KL, no entropy, token-mean)
@@ -116,17 +118,17 @@ func DefaultLossConfig() LossConfig {
 	return LossConfig{
 		Policy: PolicyPPO, ClipLow: 0.2, ClipHigh: 0.2,
 		GSPOClipLow: 3e-4, GSPOClipHigh: 4e-4,
-		KLKind: KLK3, IS: ISOff, ISMax: 2, Agg: DefaultAggConfig(),
+		KLKind: KLK3, IS: ISOff, ISMax: 2, Agg: algo.DefaultAggConfig(),
 	}
 }
 
 // Validate names the first bad field.
 func (c LossConfig) Validate() error {
-	if err := checkKey("loss.policy", c.Policy, policyLosses); err != nil {
+	if err := enum.CheckKey("loss.policy", c.Policy, policyLosses); err != nil {
 		return err
 	}
 	bad := func(key string, v float64, want string) error {
-		return badKey(key, "%v, want %s", v, want)
+		return enum.BadKey(key, "%v, want %s", v, want)
 	}
 	switch {
 	case !(c.ClipLow >= 0 && c.ClipLow <= 1):
@@ -141,16 +143,16 @@ func (c LossConfig) Validate() error {
 		return bad("loss.gspo_clip_high", c.GSPOClipHigh, "a finite value ≥ 0")
 	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 1):
 		return bad("loss.kl_coef", c.KLCoef, "a finite value ≥ 0")
-	case !finite(c.EntropyCoef):
+	case math.IsNaN(c.EntropyCoef) || math.IsInf(c.EntropyCoef, 0):
 		return bad("loss.entropy_coef", c.EntropyCoef, "a finite value")
 	}
 	if c.KLCoef > 0 {
-		if err := checkKey("loss.kl_kind", c.KLKind, klKinds); err != nil {
+		if err := c.KLKind.Validate("loss.kl_kind"); err != nil {
 			return err
 		}
 	}
 	if c.IS != "" {
-		if err := checkKey("loss.is", c.IS, isModes); err != nil {
+		if err := enum.CheckKey("loss.is", c.IS, isModes); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -78,19 +79,19 @@ func fullConfig(agg AggConfig) LossConfig {
 func TestLossMicroBatchesAddUp(t *testing.T) {
 	lens := []int{5, 2, 3, 1}
 	d := newBatchData(lens, 5, 1)
-	samples := []Sample{{5, 0}, {2, 0}, {3, 1}, {1, 2}}
+	samples := []algo.AggSample{{Tokens: 5, Traj: 0}, {Tokens: 2, Traj: 0}, {Tokens: 3, Traj: 1}, {Tokens: 1, Traj: 2}}
 	aggs := []AggConfig{
-		{Mode: AggTokenMean, Turns: TurnsAsSequences},
-		{Mode: AggSeqMeanTokenMean, Turns: TurnsAsSequences},
-		{Mode: AggSeqMeanTokenMean, Turns: TrajectoryAsSequence},
-		{Mode: AggSeqMeanTokenSumNorm, Turns: TurnsAsSequences, Norm: 5},
+		{Mode: algo.AggTokenMean, Turns: algo.TurnsAsSequences},
+		{Mode: algo.AggSeqMeanTokenMean, Turns: algo.TurnsAsSequences},
+		{Mode: algo.AggSeqMeanTokenMean, Turns: algo.TrajectoryAsSequence},
+		{Mode: algo.AggSeqMeanTokenSumNorm, Turns: algo.TurnsAsSequences, Norm: 5},
 	}
 	for _, policy := range policyLosses {
 		for _, agg := range aggs {
 			name := string(policy) + "/" + string(agg.Mode) + "/" + string(agg.Turns)
 			c := fullConfig(agg)
 			c.Policy = policy
-			w, err := Weights(samples, agg)
+			w, err := algo.AggWeights(samples, agg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,13 +111,13 @@ func TestLossMicroBatchesAddUp(t *testing.T) {
 				expectSlice(t, name+": dloss/dℓ", append(grad(la, a.LogProbs), grad(lb, b.LogProbs)...), grad(loss, full.LogProbs), 1e-6)
 				expectSlice(t, name+": dloss/dH", append(grad(la, a.Entropy), grad(lb, b.Entropy)...), grad(loss, full.Entropy), 1e-6)
 				expectMetrics(t, name, sa.Add(sb).Metrics(1), st.Metrics(1), 1e-6)
-				if agg.Mode != AggTokenMean {
+				if agg.Mode != algo.AggTokenMean {
 					return
 				}
 				// Token means taken per micro-batch (7 and 4 tokens) and averaged, as a trainer
 				// without global counts would, differ from the mini-batch's token mean.
-				wa, _ := Weights(samples[:2], agg)
-				wb, _ := Weights(samples[2:], agg)
+				wa, _ := algo.AggWeights(samples[:2], agg)
+				wb, _ := algo.AggWeights(samples[2:], agg)
 				na, _, _ := Loss(c, d.inputs(0, 2, wa))
 				nb, _, _ := Loss(c, d.inputs(2, 4, append([]float64{0, 0}, wb...)))
 				if naive := (na.Float() + nb.Float()) / 2; near(naive, loss.Float(), 1e-4) {
@@ -135,7 +136,7 @@ func TestLossAllMaskedSample(t *testing.T) {
 		d.lp[i], d.old[i], d.h[i] = math.Inf(-1), math.Inf(1), math.Inf(1)
 	}
 	for _, policy := range policyLosses {
-		c := fullConfig(DefaultAggConfig())
+		c := fullConfig(algo.DefaultAggConfig())
 		c.Policy, c.IS = policy, ISSeqTruncate
 		w := []float64{0.25, math.NaN()}
 		onTorch(t, func() {

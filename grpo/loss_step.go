@@ -1,18 +1,19 @@
 package grpo
 
 import (
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // setWeights gives every trained token of a mini-batch its aggregation weight, computed over the
-// whole mini-batch (Weights), so that its micro-batches' losses add up to the mini-batch's.
+// whole mini-batch (algo.AggWeights), so that its micro-batches' losses add up to the mini-batch's.
 func (t *Trainer) setWeights(mb []*sample) error {
-	in := make([]Sample, len(mb))
+	in := make([]algo.AggSample, len(mb))
 	for i, s := range mb {
-		in[i] = Sample{Tokens: s.trained, Traj: s.traj}
+		in[i] = algo.AggSample{Tokens: s.trained, Traj: s.traj}
 	}
-	w, err := Weights(in, t.cfg.Loss.Agg)
+	w, err := algo.AggWeights(in, t.cfg.Loss.Agg)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -214,18 +215,18 @@ func TestLossKLAndEntropy(t *testing.T) {
 	})
 }
 
-func TestTokenKLMatchesKLValue(t *testing.T) {
+func TestTokenKLMatchesKLPenalty(t *testing.T) {
 	lp := []float64{-1, -0.2, -3, 0, -30, -0.5}
 	ref := []float64{-1.5, -0.2, -1, -30, 0, -0.25}
 	onTorch(t, func() {
-		for _, kind := range klKinds {
+		for _, kind := range []KLKind{KLK1, KLK2, KLK3, KLAbs} {
 			kl, err := TokenKL(kind, tf(lp, 6), tf(ref, 6))
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := make([]float64, len(lp))
 			for i := range lp {
-				want[i], _ = KLValue(kind, lp[i], ref[i])
+				want[i], _ = algo.KLPenalty(kind, lp[i], ref[i])
 			}
 			expectSlice(t, string(kind), kl.Float64s(), want, 1e-5)
 		}

@@ -60,7 +60,7 @@ func noDecay(name string) bool {
 
 // wholeAdamW is torch.AdamW over every parameter; with buckets (data parallel), the gradients are
 // summed across ranks before clipping. Summed, not averaged: every token's aggregation weight is
-// already its share of the whole mini-batch's loss (Weights), so the sum over ranks is the
+// already its share of the whole mini-batch's loss (algo.AggWeights), so the sum over ranks is the
 // single-process gradient.
 type wholeAdamW struct {
 	*torch.AdamW

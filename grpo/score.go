@@ -23,7 +23,7 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 			return err
 		}
 	}
-	if t.cfg.needsRef() {
+	if t.cfg.NeedsReference() {
 		if err := timedDo(m, phaseRef, func() error {
 			set := func(s *sample, v []float32) { s.ref = v }
 			return t.dist.scoreShared(samples, func(part []*sample) error {
@@ -33,7 +33,7 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 			return err
 		}
 	}
-	if t.cfg.Advantage.Estimator == EstGAE {
+	if t.cfg.NeedsCritic() {
 		if err := timedDo(m, phaseValues, func() error {
 			return t.dist.scoreShared(samples, func(part []*sample) error {
 				return t.ms.Critic.values(part, t.cfg.Update.MicroTokens)

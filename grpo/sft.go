@@ -114,7 +114,8 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 		return text, ""
 	}}
 	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Condenser: r.Condenser, MaxTurns: r.MaxTurns,
-		MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Workers: r.Workers, MaxOpenEpisodes: r.MaxOpenEpisodes})
+		MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Workers: r.Workers,
+		MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, envs)})
 	if err != nil {
 		return nil, fmt.Errorf("grpo: demonstrations: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -14,7 +15,7 @@ func TestRestoreContinuesExactly(t *testing.T) {
 	err := torch.Run(func() error {
 		cfg := smallConfig()
 		cfg.Update.Epochs, cfg.Update.MiniBatches = 2, 2 // moments, step counts and shuffles all matter
-		cfg.Optim.Warmup, cfg.Optim.TotalSteps, cfg.Optim.Schedule = 3, 20, Cosine
+		cfg.Optim.Warmup, cfg.Optim.TotalSteps, cfg.Optim.Schedule = 3, 20, algo.Cosine
 		a := newRun(t, dir, newByteEnv(2, byteSum), cfg, nil)
 		defer a.close()
 		src := &sliceSource{tasks: sayTasks(8)}

@@ -113,7 +113,7 @@ func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*M
 	if r.be, err = rollout.NewModelBackend(r.m, cfg.Rollout.Tasks*cfg.Rollout.Group, 512, r.tok.EOSIDs()...); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := rollout.NewEngine(r.be, r.tok, rollout.Config{Seed: cfg.Seed})
+	eng, err := rollout.NewEngine(r.be, r.tok, rollout.EngineConfig{Seed: cfg.Seed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +161,14 @@ func sayTasks(n int) []env.Task {
 		out[i] = env.Task{ID: fmt.Sprint(i), Prompt: []env.Message{env.Text(env.RoleUser, "Say something.")}}
 	}
 	return out
+}
+
+// eval plays tasks with grpo.Evaluate on the run's policy, with the trainer's rollout settings
+// (condenser, turn and context limits, open-episode bound) and its Dist, as the CLI's evaluation
+// configuration carries them.
+func (r *run) eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
+	ro := r.tr.cfg.Rollout
+	c.Condenser, c.MaxTurns, c.MaxContextTokens, c.ChatVars = ro.Condenser, ro.MaxTurns, ro.MaxContextTokens, ro.ChatVars
+	c.MaxOpenEpisodes, c.Dist = ro.MaxOpenEpisodes, r.tr.dist
+	return Evaluate(ctx, r.tr.gen, r.tr.tok, r.tr.envs, tasks, c)
 }

@@ -68,10 +68,10 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 	switch {
 	case ms.Policy == nil || gen == nil || tok == nil || envs == nil:
 		return nil, fmt.Errorf("grpo: a trainer needs a policy, a generator, a tokenizer and an environment")
-	case cfg.needsRef() && ms.Reference == nil:
+	case cfg.NeedsReference() && ms.Reference == nil:
 		return nil, fmt.Errorf("grpo: a KL term (loss.kl_coef %v, reward.kl_coef %v) needs a reference model",
 			cfg.Loss.KLCoef, cfg.Reward.KLCoef)
-	case cfg.Advantage.Estimator == EstGAE && ms.Critic == nil:
+	case cfg.NeedsCritic() && ms.Critic == nil:
 		return nil, fmt.Errorf("grpo: the gae estimator needs a critic")
 	}
 	t := &Trainer{cfg: cfg, ms: ms, gen: gen, tok: tok, envs: envs}
@@ -158,6 +158,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	t.iter++
 	m.rolloutStats(trajs)
 	m.headlines(trainHeadlines)
+	m.profile(t.cfg.Profile, trajs)
 	m[phaseStep.key()] = time.Since(start).Seconds()
 	m.throughput(samples)
 	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
@@ -168,7 +169,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 
 // train updates the critic (PPO) and then the actor, unless the critic is still warming up.
 func (t *Trainer) train(samples []*sample, m Metrics) error {
-	if t.ms.Critic != nil && t.cfg.Advantage.Estimator == EstGAE {
+	if t.ms.Critic != nil && t.cfg.NeedsCritic() {
 		if err := timedDo(m, phaseUpdateCritic, func() error { return t.updateCritic(samples, m) }); err != nil {
 			return err
 		}

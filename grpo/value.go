@@ -20,7 +20,7 @@ type ValueInputs struct {
 	Old *torch.Tensor
 	// Returns are the targets R (GAE's returns).
 	Returns *torch.Tensor
-	// Weights are the aggregation weights (Weights), 0 off the trained tokens; Mask the trained mask.
+	// Weights are the aggregation weights (algo.AggWeights), 0 off the trained tokens; Mask the trained mask.
 	Weights, Mask *torch.Tensor
 }
 

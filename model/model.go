@@ -182,6 +182,19 @@ func (m *Model) NumParameters() int64 {
 	return n
 }
 
+// NumParameters is the number of scalar weights of a model of c (its weight table, a tied head
+// counted once), from the config alone: no tensor is made.
+func (c *Config) NumParameters() (int64, error) {
+	if err := c.Validate(); err != nil {
+		return 0, fmt.Errorf("model: config: %w", err)
+	}
+	m := &Model{Config: c}
+	for i := 0; i < c.NumHiddenLayers; i++ {
+		m.Layers = append(m.Layers, newLayer[c.ModelType](c, i))
+	}
+	return m.NumParameters(), nil
+}
+
 // Close frees the weights. The model is unusable afterwards.
 func (m *Model) Close() {
 	if m.scope != nil {

@@ -27,6 +27,16 @@ var presets = map[string]preset{
 	// Qwen2.5-0.5B-Instruct's shape and vocabulary (Qwen2.5 and Qwen3 share the tokenizer).
 	"qwen2.5-0.5b": {name: "qwen2.5-0.5b", hidden: 896, intermediate: 4864, layers: 24, heads: 14, kv: 2,
 		vocab: 151936, maxPos: 32768, tied: true, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
+	// Qwen2.5-{7,14,32,72}B-Instruct's shapes (head untied), for planning memory at scale (mtgrpo
+	// plan) and for runs that start from random weights of that size.
+	"qwen2.5-7b": {name: "qwen2.5-7b", hidden: 3584, intermediate: 18944, layers: 28, heads: 28, kv: 4,
+		vocab: 152064, maxPos: 32768, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
+	"qwen2.5-14b": {name: "qwen2.5-14b", hidden: 5120, intermediate: 13824, layers: 48, heads: 40, kv: 8,
+		vocab: 152064, maxPos: 32768, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
+	"qwen2.5-32b": {name: "qwen2.5-32b", hidden: 5120, intermediate: 27648, layers: 64, heads: 40, kv: 8,
+		vocab: 152064, maxPos: 32768, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
+	"qwen2.5-72b": {name: "qwen2.5-72b", hidden: 8192, intermediate: 29568, layers: 80, heads: 64, kv: 8,
+		vocab: 152064, maxPos: 32768, dtype: "bfloat16", bos: 151643, eos: []int{151645, 151643}},
 	// Llama-3.2-1B-Instruct's shape and vocabulary.
 	"llama3.2-1b": {name: "llama3.2-1b", hidden: 2048, intermediate: 8192, layers: 16, heads: 32, kv: 8,
 		vocab: 128256, maxPos: 131072, tied: true, dtype: "bfloat16", bos: 128000,

@@ -11,13 +11,16 @@ import (
 // The real-size presets have exactly the parameter counts of the models they are shaped after:
 // Qwen2.5-0.5B 494,032,768 and Llama-3.2-1B 1,235,814,400 (embedding 128256·2048 = 262,668,288;
 // per layer q 2048² + k, v 2048·512 each + o 2048² + MLP 3·2048·8192 + 2 norms = 60,821,504, times
-// 16; final norm 2048).
+// 16; final norm 2048). Qwen2.5-7B has 7,615,616,512: embedding and untied head 152064·3584 =
+// 544,997,376 each; per layer q and o 3584² = 12,845,056 each, k and v 512·3584 = 1,835,008 each,
+// q/k/v biases 3584 + 512 + 512, MLP 3·3584·18944 = 203,685,888, 2 norms 7168: 233,057,792, times
+// 28; final norm 3584. Config.NumParameters, which builds no tensor, gives the same counts.
 func TestPresetParameterCounts(t *testing.T) {
 	onTorch(t, func() error {
 		for _, tc := range []struct {
 			arch, preset string
 			want         int64
-		}{{"qwen2", "qwen2.5-0.5b", 494032768}, {"llama", "llama3.2-1b", 1235814400}} {
+		}{{"qwen2", "qwen2.5-0.5b", 494032768}, {"llama", "llama3.2-1b", 1235814400}, {"qwen2", "qwen2.5-7b", 7615616512}} {
 			c, g, err := PresetConfig(tc.arch, tc.preset, nil)
 			if err != nil {
 				return err
@@ -28,6 +31,9 @@ func TestPresetParameterCounts(t *testing.T) {
 			}
 			if n := m.NumParameters(); n != tc.want {
 				t.Errorf("%s %s: %d parameters, want %d", tc.arch, tc.preset, n, tc.want)
+			}
+			if n, err := c.NumParameters(); err != nil || n != tc.want {
+				t.Errorf("%s %s: Config.NumParameters %d, %v; want %d", tc.arch, tc.preset, n, err, tc.want)
 			}
 			if ids := StopTokenIDs(c, g); len(ids) < 2 {
 				t.Errorf("%s: stop ids %v", tc.preset, ids)

@@ -25,7 +25,7 @@ func BenchmarkEngineTiny(b *testing.B) {
 					return err
 				}
 				defer be.Close()
-				e, _ := NewEngine(be, nil, Config{})
+				e, _ := NewEngine(be, nil, EngineConfig{})
 				prompts := randomPrompts(1, m.Config.VocabSize, repeatLen(32, batch)...)
 				var tokens int
 				var elapsed time.Duration
@@ -74,7 +74,7 @@ func BenchmarkEngineTinyMixed(b *testing.B) {
 			return err
 		}
 		defer be.Close()
-		e, _ := NewEngine(be, nil, Config{})
+		e, _ := NewEngine(be, nil, EngineConfig{})
 		r := rand.New(rand.NewPCG(3, 4))
 		ins, outs := make([]int, n), make([]int, n)
 		for i := range ins {

@@ -61,7 +61,7 @@ func TestCUDANanoVLLMThroughput(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		e, _ := NewEngine(b, tok, Config{Seed: 1})
+		e, _ := NewEngine(b, tok, EngineConfig{Seed: 1})
 		requests := func(n, capNew int) []*Request {
 			reqs := make([]*Request, n)
 			for i := range reqs {

@@ -37,7 +37,7 @@ func TestDriverReproducibleWhateverWorkerOrder(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			eng, err := NewEngine(b, tok, Config{Seed: 5})
+			eng, err := NewEngine(b, tok, EngineConfig{Seed: 5})
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ func TestDriverFirstIndexSplitsABatch(t *testing.T) {
 				return nil, err
 			}
 			defer b.Close()
-			eng, err := NewEngine(b, tok, Config{Seed: 5})
+			eng, err := NewEngine(b, tok, EngineConfig{Seed: 5})
 			if err != nil {
 				return nil, err
 			}

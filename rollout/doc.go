@@ -9,6 +9,7 @@
 //	backend.go, mock.go       the model behind the engine (ModelBackend) and a Go-logits mock
 //	driver.go, episode.go     the multi-turn driver and its per-episode state machine
 //	history.go, condense.go, summary.go  histories, rendering, condensers
+//	condense_config.go        the condenser by name and settings (a run's rollout.condenser: section)
 //	trajectory.go, profile.go  what the trainer gets; where the time went
 //	scripted.go               a Generator that answers from a policy function (tests)
 //
@@ -34,7 +35,7 @@
 //	err := torch.Run(func() error {
 //		b, _ := rollout.NewModelBackend(m, 64, 4096, tok.EOSIDs()...)  // 64 slots of 4096 tokens
 //		defer b.Close()
-//		e, _ := rollout.NewEngine(b, tok, rollout.Config{Seed: 1})
+//		e, _ := rollout.NewEngine(b, tok, rollout.EngineConfig{Seed: 1})
 //		out, err := e.Generate([]*rollout.Request{{Prompt: ids, N: 8,
 //			Sampling: rollout.Sampling{Temperature: 1, MaxNewTokens: 512}}})
 //		// out[0][i].Tokens, .LogProbs, .TemperedLogProbs, .Text, .Finish

@@ -9,8 +9,8 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// Config tunes the engine.
-type Config struct {
+// EngineConfig tunes the engine (Engine); DriverConfig is the episode driver's.
+type EngineConfig struct {
 	// Seed seeds the seeds of requests that bring none.
 	Seed uint64
 	// MaxPrefillTokens bounds the prompt tokens admitted in one step, so that decoding sequences
@@ -33,7 +33,7 @@ type Config struct {
 type Engine struct {
 	b     Backend
 	tok   *tokenizer.Tokenizer
-	cfg   Config
+	cfg   EngineConfig
 	rng   *rand.Rand
 	stops []int
 
@@ -53,7 +53,7 @@ type waiting struct {
 
 // NewEngine makes an engine over a backend. tok decodes outputs to Result.Text and matches stop
 // strings; it may be nil when neither is needed.
-func NewEngine(b Backend, tok *tokenizer.Tokenizer, cfg Config) (*Engine, error) {
+func NewEngine(b Backend, tok *tokenizer.Tokenizer, cfg EngineConfig) (*Engine, error) {
 	if b == nil {
 		return nil, fmt.Errorf("rollout: nil backend")
 	}

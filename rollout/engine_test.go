@@ -14,7 +14,7 @@ import (
 func TestEngineGreedyMock(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(16, 2, 32, nextPlusOne(16))
-		e, err := NewEngine(m, nil, Config{})
+		e, err := NewEngine(m, nil, EngineConfig{})
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func TestEngineGreedyMock(t *testing.T) {
 func TestEngineContinuousBatchingReusesSlots(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(64, 2, 32, nextPlusOne(64))
-		e, err := NewEngine(m, nil, Config{})
+		e, err := NewEngine(m, nil, EngineConfig{})
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func TestEngineStopTokens(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(16, 4, 32, nextPlusOne(16))
 		m.Stops = []int{8}
-		e, err := NewEngine(m, nil, Config{})
+		e, err := NewEngine(m, nil, EngineConfig{})
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func TestEngineStopStringsAcrossTokens(t *testing.T) {
 		for _, c := range cases {
 			m := NewMockModel(tok.VocabSize(), 1, 64, scripted(tok.VocabSize(), 2, c.text, eos))
 			m.Stops = []int{eos}
-			e, err := NewEngine(m, tok, Config{})
+			e, err := NewEngine(m, tok, EngineConfig{})
 			if err != nil {
 				return err
 			}
@@ -220,7 +220,7 @@ func TestEngineSamplesSharePrefill(t *testing.T) {
 	prompt := []int32{1, 2, 3, 4}
 	onTorch(t, func() error {
 		m := NewMockModel(200, 4, 32, forkCheck(200, 4))
-		e, err := NewEngine(m, nil, Config{Seed: 3})
+		e, err := NewEngine(m, nil, EngineConfig{Seed: 3})
 		if err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func TestEngineSamplesSharePrefill(t *testing.T) {
 
 		// Three samples on two slots: two share a prefill, the third comes later with its own.
 		m2 := NewMockModel(200, 2, 32, forkCheck(200, 4))
-		e2, _ := NewEngine(m2, nil, Config{Seed: 3})
+		e2, _ := NewEngine(m2, nil, EngineConfig{Seed: 3})
 		out, err = e2.Generate([]*Request{{Prompt: prompt, N: 3, Sampling: Sampling{MaxNewTokens: 3}}})
 		if err != nil {
 			return err
@@ -269,7 +269,7 @@ func TestEngineSeedIndependentOfBatch(t *testing.T) {
 	uniform := func(h []int32) []float32 { return make([]float32, 50) }
 	run := func(extra int) ([]*Result, error) {
 		m := NewMockModel(50, 8, 64, uniform)
-		e, _ := NewEngine(m, nil, Config{Seed: uint64(extra)})
+		e, _ := NewEngine(m, nil, EngineConfig{Seed: uint64(extra)})
 		reqs := []*Request{}
 		for i := 0; i < extra; i++ {
 			reqs = append(reqs, &Request{Prompt: []int32{1, 2, 3}, Sampling: Sampling{MaxNewTokens: 7}})
@@ -306,7 +306,7 @@ func TestEngineSeedIndependentOfBatch(t *testing.T) {
 func TestEngineLengthCappedByCache(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(16, 1, 8, nextPlusOne(16))
-		e, _ := NewEngine(m, nil, Config{})
+		e, _ := NewEngine(m, nil, EngineConfig{})
 		out, err := e.Generate([]*Request{{Prompt: []int32{1, 2, 3, 4, 5}, Sampling: Sampling{Greedy: true, MaxNewTokens: 100}}})
 		if err != nil {
 			return err
@@ -321,7 +321,7 @@ func TestEngineLengthCappedByCache(t *testing.T) {
 func TestEngineRefusesBadRequests(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(16, 2, 8, nextPlusOne(16))
-		e, _ := NewEngine(m, nil, Config{})
+		e, _ := NewEngine(m, nil, EngineConfig{})
 		cases := []struct {
 			r    *Request
 			want string
@@ -351,7 +351,7 @@ func TestEngineRefusesBadRequests(t *testing.T) {
 func TestEngineAbort(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(16, 2, 64, nextPlusOne(16))
-		e, _ := NewEngine(m, nil, Config{})
+		e, _ := NewEngine(m, nil, EngineConfig{})
 		r := &Request{Prompt: []int32{1}, N: 3, Sampling: Sampling{Greedy: true, MaxNewTokens: 50}}
 		if err := e.Submit(r); err != nil {
 			return err
@@ -381,7 +381,7 @@ func TestEngineAbort(t *testing.T) {
 func TestEngineSplitsPrefillFromDecode(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(64, 2, 32, nextPlusOne(64))
-		e, _ := NewEngine(m, nil, Config{PassTokens: 1})
+		e, _ := NewEngine(m, nil, EngineConfig{PassTokens: 1})
 		g := func(n int) Sampling { return Sampling{Greedy: true, MaxNewTokens: n} }
 		out, err := e.Generate([]*Request{{Prompt: []int32{10, 11}, Sampling: g(2)}, {Prompt: []int32{20}, Sampling: g(5)},
 			{Prompt: []int32{30, 31, 32}, Sampling: g(3)}})
@@ -421,7 +421,7 @@ func sumNext(v int) func([]int32) []float32 {
 func TestEngineKeepsBusySlotsContiguous(t *testing.T) {
 	onTorch(t, func() error {
 		m := NewMockModel(64, 6, 64, sumNext(64))
-		e, _ := NewEngine(m, nil, Config{})
+		e, _ := NewEngine(m, nil, EngineConfig{})
 		var reqs []*Request
 		// The first step admits three requests of 2, 3 and 1 samples: two groups with copies.
 		samples := []int{2, 3, 1, 2, 1, 3, 1, 2, 2, 1}
@@ -480,7 +480,7 @@ func TestEngineStopsOnNonFiniteLogits(t *testing.T) {
 				}
 				return row
 			})
-			e, err := NewEngine(m, nil, Config{})
+			e, err := NewEngine(m, nil, EngineConfig{})
 			if err != nil {
 				return err
 			}

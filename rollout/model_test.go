@@ -47,7 +47,7 @@ func greedyMatchesFullForward(t *testing.T, arch string) {
 			return err
 		}
 		defer b.Close()
-		e, err := NewEngine(b, nil, Config{})
+		e, err := NewEngine(b, nil, EngineConfig{})
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func TestEngineSampledLogProbsMatchTrainer(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		e, _ := NewEngine(b, nil, Config{Seed: 9})
+		e, _ := NewEngine(b, nil, EngineConfig{Seed: 9})
 		s := Sampling{Temperature: 0.8, MaxNewTokens: 10, IgnoreEOS: true}
 		out, err := e.Generate([]*Request{{Prompt: prompts[0], N: 3, Sampling: s}, {Prompt: prompts[1], N: 3, Sampling: s}})
 		if err != nil {
@@ -177,7 +177,7 @@ func TestDriverTinyModelGuessNumber(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		eng, _ := NewEngine(b, tok, Config{})
+		eng, _ := NewEngine(b, tok, EngineConfig{})
 		d, err := NewDriver(eng, tok, DriverConfig{Sampling: Sampling{Temperature: 1, MaxNewTokens: 12}, Condenser: LastN{N: 2}, Seed: 3})
 		if err != nil {
 			return err
@@ -230,7 +230,7 @@ func TestEngineDoesNotLeakTensors(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		e, _ := NewEngine(b, nil, Config{})
+		e, _ := NewEngine(b, nil, EngineConfig{})
 		prompts := randomPrompts(3, m.Config.VocabSize, 5, 9, 3)
 		batch := func() error {
 			var reqs []*Request
@@ -272,7 +272,7 @@ func TestEngineStopsOnNaNWeights(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		e, err := NewEngine(b, nil, Config{})
+		e, err := NewEngine(b, nil, EngineConfig{})
 		if err != nil {
 			return err
 		}

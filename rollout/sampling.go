@@ -7,35 +7,36 @@ import (
 
 // Sampling is one request's sampling settings, with the meanings of transformers' generate() and
 // vLLM's SamplingParams. The zero value samples from the model's distribution at temperature 1 with
-// no truncation and the default stop ids, up to DefaultMaxNewTokens tokens.
+// no truncation and the default stop ids, up to DefaultMaxNewTokens tokens. The fields with YAML
+// keys are a run's rollout sampling keys (rollout.temperature, ...); the others are per request.
 type Sampling struct {
 	// Temperature divides the logits. 0 with Greedy unset means 1; Greedy picks the argmax.
-	Temperature float64
+	Temperature float64 `yaml:"temperature"`
 	// Greedy picks the most likely token (temperature 0 in vLLM terms).
-	Greedy bool
-	// TopK keeps the K most likely tokens and any tied with the K-th (0: all).
-	TopK int
+	Greedy bool `yaml:"-"`
 	// TopP keeps the smallest set of most likely tokens whose probability reaches P (0 or 1: all).
-	TopP float64
+	TopP float64 `yaml:"top_p"`
+	// TopK keeps the K most likely tokens and any tied with the K-th (0: all).
+	TopK int `yaml:"top_k"`
 	// MinP keeps tokens whose probability is at least MinP times the most likely one's (0: all).
-	MinP float64
+	MinP float64 `yaml:"min_p"`
 	// Seed makes the request's draws reproducible and independent of what else is in the batch:
 	// sample i of the request draws from its own stream (Seed, i). nil: the engine picks a seed from
-	// its own generator, so a run is reproducible from Config.Seed and the order of submissions.
-	Seed *uint64
+	// its own generator, so a run is reproducible from EngineConfig.Seed and the order of submissions.
+	Seed *uint64 `yaml:"-"`
 	// MaxNewTokens caps the generated tokens (0: DefaultMaxNewTokens). The KV cache's length caps
 	// prompt + output as well; either ends the sequence with FinishLength.
-	MaxNewTokens int
+	MaxNewTokens int `yaml:"max_new_tokens"`
 	// StopTokenIDs end the sequence when sampled (the token is kept in the output, as the trainer
 	// must learn to emit it). nil: the engine's defaults (the model's eos ids).
-	StopTokenIDs []int
+	StopTokenIDs []int `yaml:"-"`
 	// IgnoreEOS disables stop token ids (benchmarks generate exactly MaxNewTokens tokens).
-	IgnoreEOS bool
+	IgnoreEOS bool `yaml:"-"`
 	// StopStrings end the sequence when the decoded text contains one of them, also when it spans
 	// several tokens. The tokens through the one that completed the match stay in the output; the
 	// text is cut before the match unless IncludeStopString.
-	StopStrings       []string
-	IncludeStopString bool
+	StopStrings       []string `yaml:"-"`
+	IncludeStopString bool     `yaml:"-"`
 }
 
 // DefaultMaxNewTokens is the output cap when a request gives none.

@@ -7,20 +7,21 @@
 #
 # CHECKPOINT (a checkpoint or run directory) or MODEL must be set; VAL_DATA, ENV_NAME, SEED and
 # GPUS are read by the binary itself; SAMPLES sets the samples per task (pass@k). Arguments are
-# passed to `mtgrpo eval`.
+# passed to `mtgrpo eval`. It runs from any directory: paths are the caller's; MODEL may also be
+# a Hugging Face Hub id (ORG/NAME).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 
-BIN=${MTGRPO_BIN:-bin/mtgrpo}
+BIN=${MTGRPO_BIN:-$root/bin/mtgrpo}
 if [[ ! -x $BIN ]]; then
-	make build
+	make -C "$root" build
 fi
 
 args=()
 if [[ -n ${CHECKPOINT:-} ]]; then
 	args+=(--checkpoint "$CHECKPOINT")
 elif [[ -z ${MODEL:-} ]]; then
-	echo "scripts/eval.sh: set CHECKPOINT (a checkpoint or run directory) or MODEL (a model directory)" >&2
+	echo "scripts/eval.sh: set CHECKPOINT (a checkpoint or run directory) or MODEL (a model directory or a Hub id ORG/NAME)" >&2
 	exit 2
 fi
 if [[ -n ${SAMPLES:-} ]]; then

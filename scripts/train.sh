@@ -8,13 +8,15 @@
 # binary reads them itself, so `mtgrpo train` behaves the same without this script. What the
 # script adds: a default model (the tiny random model, written once to models/tiny), the binary
 # built if missing. Arguments are passed to
-# `mtgrpo train` (flags and KEY=VALUE settings override the variables).
+# `mtgrpo train` (flags and KEY=VALUE settings override the variables). It runs from any
+# directory: paths (MODEL=./mymodel, DATA, --config) are the caller's, and models/ and runs/ are
+# written under the caller's directory; MODEL may also be a Hugging Face Hub id (ORG/NAME).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 
-BIN=${MTGRPO_BIN:-bin/mtgrpo}
+BIN=${MTGRPO_BIN:-$root/bin/mtgrpo}
 if [[ ! -x $BIN ]]; then
-	make build
+	make -C "$root" build
 fi
 
 if [[ -z ${MODEL:-} ]]; then

@@ -31,7 +31,7 @@ var benchCommand = command{
 // bench is `mtgrpo bench`: the figures behind the default thread setting (docs/bench/threads.md).
 func bench(args []string) error {
 	fs := benchCommand.flags()
-	dir := fs.String("model", "", "model directory (default: a fresh tiny model in a temporary directory)")
+	dir := fs.String("model", "", "model directory or Hugging Face Hub id ORG/NAME[@REVISION] (default: a fresh tiny model in a temporary directory)")
 	settings := fs.StringArray("settings", nil, "thread settings INTRA,BLAS to compare (repeatable; default: 1,1 N,1 1,N N,N for N cores)")
 	rounds := fs.Int("rounds", 3, "rounds; each runs every setting once")
 	batch := fs.Int("batch", 8, "decode: sequences generated together")
@@ -49,7 +49,11 @@ func bench(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *dir == "" {
+	if *dir != "" {
+		if *dir, err = resolveModel("bench", "--model", *dir); err != nil {
+			return err
+		}
+	} else {
 		tmp, err := os.MkdirTemp("", "mtgrpo-bench-")
 		if err != nil {
 			return err

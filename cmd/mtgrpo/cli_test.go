@@ -68,6 +68,11 @@ func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, []byte("x"), 0o644)
+	configOnly := filepath.Join(dir, "config-only")
+	os.MkdirAll(configOnly, 0o755)
+	os.WriteFile(filepath.Join(configOnly, "config.json"), []byte("{}"), 0o644)
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
 	cases := []struct {
 		args  []string
 		want  string
@@ -90,9 +95,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--temperature", "-1"}, "--temperature -1: must be in [0, 100]", true},
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--top-k", "-1"}, "--top-k -1: must be at least 0", true},
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--max-len", "0"}, "--max-len 0: must be at least 2", true},
-		{[]string{"generate", "--model", filepath.Join(dir, "none"), "--prompt", "x"}, "--model " + filepath.Join(dir, "none") + ": stat", false},
-		{[]string{"generate", "--model", file, "--prompt", "x"}, "not a directory", false},
-		{[]string{"generate", "--model", dir, "--prompt", "x"}, "tokenizer", false},
+		{[]string{"generate", "--model", filepath.Join(dir, "none"), "--prompt", "x"}, "--model: " + filepath.Join(dir, "none") + ": no such directory", true},
+		{[]string{"generate", "--model", file, "--prompt", "x"}, "is a file: want a model directory", true},
+		{[]string{"generate", "--model", dir, "--prompt", "x"}, "no config.json", true},
+		{[]string{"generate", "--model", configOnly, "--prompt", "x"}, "tokenizer", false},
+		{[]string{"generate", "--model", "org/none", "--prompt", "x"}, "HF_HUB_OFFLINE=1 forbids downloading it", true},
 		{[]string{"demo", "--batch-size", "0"}, "--batch-size: rollout.tasks: 0: must be at least 1", true},
 		{[]string{"demo", "--group", "-2"}, "--group: rollout.group: -2: must be at least 1", true},
 		{[]string{"demo", "--group", "x"}, `--group: rollout.group: want an integer, got "x"`, true},

@@ -10,6 +10,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/configs"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 var demoCommand = command{
@@ -58,12 +59,16 @@ func demo(args []string) error {
 		warnConfig("demo", cfg) // a run logs them with its configuration
 		return printConfig(cfg)
 	}
+	m, err := preflight("demo", cfg, 1)
+	if err != nil {
+		return err
+	}
 	if *resume == "" {
 		if err := claimDemoDir(cfg.RunDir); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
+	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)
 }
 
 // demoDocs are the embedded configuration and, for --short, its overlay.
@@ -99,7 +104,7 @@ func claimDemoDir(dir string) error {
 		if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
 			return fmt.Errorf("%s holds files the demo did not write; choose another --run-dir or remove it", dir)
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := staged.Remove(dir); err != nil { // a crash midway leaves a temporary, not half a run
 			return err
 		}
 	}

@@ -82,9 +82,13 @@ func spawnRanks(n int, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var env []string
-	if gpus := strings.TrimSpace(os.Getenv("GPUS")); gpus != "" && gpus != "cpu" && os.Getenv("CUDA_VISIBLE_DEVICES") == "" {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+gpus)
+	env := []string{"HF_HUB_OFFLINE=1"} // the launcher resolved the model: the ranks read the cache
+	gpus, err := launcherGPUs(n)
+	if err != nil {
+		return err
+	}
+	if gpus != nil {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(gpus))
 	}
 	return launch.Spawn(launch.SpawnOptions{Exe: exe, Args: args, N: n, Env: env, Stdout: stdout, Stderr: stderr})
 }

@@ -26,7 +26,7 @@ var evalCommand = command{
 	examples: []string{
 		"mtgrpo eval --checkpoint runs/demo                       # the run's newest checkpoint, its own settings",
 		"mtgrpo eval --model runs/demo/model --env calc_mult --tasks 100",
-		"mtgrpo eval --model models/qwen --preset math --val-data test.parquet --samples 8 --greedy=false --temperature 0.7",
+		"mtgrpo eval --model Qwen/Qwen2.5-0.5B-Instruct --preset math --val-data test.parquet --samples 8 --greedy=false --temperature 0.7",
 	},
 }
 
@@ -91,7 +91,13 @@ func evalCmd(args []string) error {
 	if *printOnly {
 		return printConfig(cfg)
 	}
-	if err := requireDir("eval", "model", modelDir); err != nil {
+	if err := checkDevice("eval", cfg.Device, 1); err != nil {
+		return err
+	}
+	if modelDir, err = resolveModel("eval", "model", modelDir); err != nil {
+		return err
+	}
+	if err := checkDataFiles("eval", cfg, false); err != nil {
 		return err
 	}
 	if *out != "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/threads"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -64,7 +65,8 @@ func threadsFlag(fs *pflag.FlagSet) *string {
 }
 
 // withTorch resolves the thread setting and runs fn on the torch thread once it is applied.
-func withTorch(threadSpec string, fn func() error) error {
+func withTorch(threadSpec string, fn func() error) (err error) {
+	defer job.ExplainTorch(&err)
 	s, err := threads.Resolve(threadSpec)
 	if err != nil {
 		return usageError{err}

@@ -16,14 +16,14 @@ var generateCommand = command{
 	summary: "Sample continuations of prompts with the rollout engine.",
 	examples: []string{
 		`mtgrpo generate --model models/tiny --prompt "What is 6 times 7?"`,
-		`mtgrpo generate --model models/qwen --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
+		`mtgrpo generate --model Qwen/Qwen2.5-0.5B-Instruct --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
 	},
 }
 
 // generate is `mtgrpo generate`.
 func generate(args []string) error {
 	fs := generateCommand.flags()
-	dir := fs.String("model", "", "model directory (config.json, safetensors, tokenizer files; required)")
+	dir := fs.String("model", "", "model directory (config.json, safetensors, tokenizer files) or Hugging Face Hub id ORG/NAME[@REVISION] (required)")
 	prompts := fs.StringArray("prompt", nil, "a prompt (repeatable); rendered as a user message unless --raw")
 	raw := fs.Bool("raw", false, "encode prompts as they are, without the chat template")
 	n := fs.Int("n", 1, "samples per prompt")
@@ -52,7 +52,11 @@ func generate(args []string) error {
 	if s.Temperature == 0 { // as in transformers and vLLM: temperature 0 means greedy
 		s.Greedy = true
 	}
-	if err := requireDir("generate", "--model", *dir); err != nil {
+	if err := checkDevice("generate", *device, 1); err != nil {
+		return err
+	}
+	var err error
+	if *dir, err = resolveModel("generate", "--model", *dir); err != nil {
 		return err
 	}
 	tok, err := tokenizer.Load(*dir)
@@ -108,18 +112,6 @@ func checkSampling(n, maxLen int, s rollout.Sampling) error {
 	}
 	if s.MinP < 0 || s.MinP >= 1 || s.MinP != s.MinP {
 		return usagef("generate: --min-p %g: must be in [0, 1)", s.MinP)
-	}
-	return nil
-}
-
-// requireDir checks that a directory flag names an existing directory.
-func requireDir(cmd, flag, dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %s %s: %w", cmd, flag, dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s: %s %s: not a directory", cmd, flag, dir)
 	}
 	return nil
 }

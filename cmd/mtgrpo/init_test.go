@@ -53,7 +53,7 @@ func TestInitForce(t *testing.T) {
 	if _, err := os.Stat(shard); err != nil {
 		t.Error("init deleted a shard it did not write")
 	}
-	if ents, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".m.staging-*")); len(ents) != 0 {
+	if ents, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".m.staged-*")); len(ents) != 0 {
 		t.Errorf("staging left behind: %v", ents)
 	}
 
@@ -84,7 +84,7 @@ func TestInitSurvivesSIGKILL(t *testing.T) {
 		if i%2 == 0 {
 			time.Sleep(time.Duration(r.IntN(2500)) * time.Millisecond)
 		} else { // aim at the writes: kill soon after the staging directory appears
-			waitFor(filepath.Join(parent, ".m.staging-*"), 10*time.Second)
+			waitFor(filepath.Join(parent, ".m.staged-*"), 10*time.Second)
 			time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
 		}
 		if c.Process.Signal(syscall.SIGKILL) == nil {
@@ -92,7 +92,7 @@ func TestInitSurvivesSIGKILL(t *testing.T) {
 		}
 		c.Wait()
 		checkWholeOrAbsent(t, out)
-		if left, _ := filepath.Glob(filepath.Join(parent, ".m.staging-*")); len(left) > 0 {
+		if left, _ := filepath.Glob(filepath.Join(parent, ".m.staged-*")); len(left) > 0 {
 			interrupted++
 		}
 	}
@@ -100,7 +100,7 @@ func TestInitSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkWholeOrAbsent(t, out)
-	if left, _ := filepath.Glob(filepath.Join(parent, ".m.staging-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(parent, ".m.staged-*")); len(left) != 0 {
 		t.Errorf("stale staging directories not removed: %v", left)
 	}
 	t.Logf("%d of 6 children killed before they exited, %d of them while writing", killed, interrupted)

@@ -54,6 +54,7 @@ var commands = []struct {
 	{"data", "gen: write generated tasks as verl-style parquet/JSONL; check FILE: validate a dataset", dataCmd},
 	{"report", "write RUN/report.html: charts, metrics, config and trajectories of a run", reportCmd},
 	{"plot", "write the report's charts as PNG files into RUN/plots/", plotCmd},
+	{"plan", "what each training rank holds in device memory, by category, and whether the run fits", planCmd},
 	{"bench", "measure decode and training-step speed of the tiny model per thread setting", bench},
 	{"version", "libtorch version, CUDA availability and the CPU threads in effect", version},
 }

@@ -34,7 +34,7 @@ type flagKey struct {
 
 // commonKeys are the flags for the keys people change most; every other key takes --set.
 var commonKeys = []flagKey{
-	{"model", "model", "model directory (Hugging Face layout; $MODEL)"},
+	{"model", "model", "model directory (Hugging Face layout) or Hub id ORG/NAME[@REVISION] ($MODEL)"},
 	{"run-dir", "run_dir", "run directory ($RUN_DIR)"},
 	{"env", "env.name", "environment ($ENV_NAME)"},
 	{"data", "data.train", "training tasks: parquet or JSONL in verl's layout ($DATA; default: generated)"},

@@ -8,30 +8,25 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 // staging is a directory a command fills beside its destination and moves into place when
-// complete. A process killed meanwhile leaves only the staging directory, named after its pid;
-// the next command writing to the same destination removes those whose process is gone.
+// complete (internal/staged). A process killed meanwhile leaves only the staging directory,
+// named after its host, pid and start time; the next command writing beside it on this host
+// removes it once its process is gone.
 type staging struct {
 	dst   string
-	dir   string
+	dir   string // the staged directory to fill
 	force bool
-	done  bool
+	d     *staged.Dir
 }
 
-// stagingPrefix names the staging directories of dst: ".<base>.staging-<pid>" in dst's parent.
-func stagingPrefix(dst string) string {
-	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".staging-")
-}
-
-// newStaging refuses a non-empty dst unless force (before any work is done), clears stale staging
-// directories of dst and makes a fresh one.
+// newStaging refuses a non-empty dst unless force (before any work is done), clears what dead
+// writers left beside dst and makes a fresh staging directory.
 func newStaging(dst string, force bool) (*staging, error) {
 	dst = filepath.Clean(dst)
 	if err := outsideCheckpoints(dst); err != nil {
@@ -44,18 +39,11 @@ func newStaging(dst string, force bool) (*staging, error) {
 	if len(names) > 0 && !force {
 		return nil, usagef("%s is not empty (%s); pass --force to write over the files this command writes", dst, listSome(names))
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return nil, fmt.Errorf("%s: cannot create its parent directory: %w", dst, err)
-	}
-	removeStale(dst)
-	dir := stagingPrefix(dst) + strconv.Itoa(os.Getpid())
-	if err := os.RemoveAll(dir); err != nil {
+	d, err := staged.Begin(dst)
+	if err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("%s: cannot write beside it (staging directory): %w", dst, err)
-	}
-	return &staging{dst: dst, dir: dir, force: force}, nil
+	return &staging{dst: dst, dir: d.Path, force: force, d: d}, nil
 }
 
 // entries lists a directory's names; a missing directory has none; a file in its place is an error.
@@ -126,25 +114,6 @@ func resolve(p string) (string, error) {
 	}
 }
 
-// removeStale deletes staging directories of dst whose process no longer runs.
-func removeStale(dst string) {
-	prefix := stagingPrefix(dst)
-	matches, _ := filepath.Glob(prefix + "*")
-	for _, m := range matches {
-		pid, err := strconv.Atoi(strings.TrimPrefix(m, prefix))
-		if err != nil || pid == os.Getpid() || alive(pid) {
-			continue
-		}
-		os.RemoveAll(m)
-	}
-}
-
-// alive reports whether a process with this pid exists (signal 0 probes without sending).
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 // weightFile matches the files that decide which weights a directory loads: a stale one left
 // beside new weights (an index beside a single file, or shards of another count) would be read
 // instead of them or mixed in.
@@ -154,7 +123,7 @@ var weightFile = regexp.MustCompile(`^(model\.safetensors|model\.safetensors\.in
 // empty; with force, a rename per file over a non-empty dst, after checking that no weight file
 // of another checkpoint would stay beside the new ones (init never deletes files it did not write).
 func (s *staging) commit() error {
-	staged, err := entries(s.dir)
+	names, err := entries(s.dir)
 	if err != nil {
 		return err
 	}
@@ -163,21 +132,14 @@ func (s *staging) commit() error {
 		return err
 	}
 	if len(existing) == 0 {
-		if err := os.Remove(s.dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := os.Rename(s.dir, s.dst); err != nil {
-			return err
-		}
-		s.done = true
-		return syncDir(filepath.Dir(s.dst))
+		return s.d.Commit()
 	}
 	if !s.force {
 		return fmt.Errorf("%s is not empty (%s); pass --force to write over the files this command writes", s.dst, listSome(existing))
 	}
 	var shadow []string
 	for _, n := range existing {
-		if weightFile.MatchString(n) && !slices.Contains(staged, n) {
+		if weightFile.MatchString(n) && !slices.Contains(names, n) {
 			shadow = append(shadow, n)
 		}
 	}
@@ -185,31 +147,20 @@ func (s *staging) commit() error {
 		return fmt.Errorf("%s holds weights of another checkpoint (%s) that would be loaded instead of or beside the new ones; "+
 			"remove them or choose another directory", s.dst, listSome(shadow))
 	}
-	for _, n := range staged {
+	if err := staged.SyncTree(s.dir); err != nil {
+		return err
+	}
+	for _, n := range names {
 		if err := os.Rename(filepath.Join(s.dir, n), filepath.Join(s.dst, n)); err != nil {
 			return err
 		}
 	}
-	s.done = true
-	os.Remove(s.dir)
-	return syncDir(s.dst)
+	s.d.Discard() // the staging directory, now empty
+	return staged.SyncTree(s.dst)
 }
 
 // discard removes the staging directory unless it was committed.
-func (s *staging) discard() {
-	if !s.done {
-		os.RemoveAll(s.dir)
-	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (s *staging) discard() { s.d.Discard() }
 
 // listSome shows up to 4 names and a count of the rest.
 func listSome(names []string) string {

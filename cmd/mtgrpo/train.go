@@ -24,7 +24,7 @@ var trainCommand = command{
 		"SIGINT or SIGTERM stops after the current step with a checkpoint (a second one aborts at once).",
 	examples: []string{
 		"mtgrpo train --model models/qwen --config configs/multiturn_grpo_trainer.yaml --run-dir runs/x",
-		"mtgrpo train --model models/qwen --preset math --data train.parquet --val-data test.parquet --lr 1e-6",
+		"mtgrpo train --model Qwen/Qwen2.5-0.5B-Instruct --preset math --data train.parquet --val-data test.parquet --lr 1e-6",
 		"mtgrpo train --config configs/mt_grpo.yaml algorithm.adv_estimator=mt_grpo rollout.temperature=0.7",
 		"mtgrpo train --model models/qwen data.train_files=\"['train.parquet']\" actor_rollout_ref.rollout.n=8   # verl's keys",
 		"mtgrpo train --model models/qwen --config-path conf --config-name ppo_multiturn   # verl's Hydra files",
@@ -54,9 +54,6 @@ func train(args []string) error {
 	if os.Getenv("WORLD_SIZE") == "" && launch.IsSageMaker(launch.Environ(os.Environ())) {
 		return sageMakerTrain(args, os.Stdout, os.Stderr)
 	}
-	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
-		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
-	}
 	src, err := rf.sources("train")
 	if err != nil {
 		return err
@@ -72,7 +69,29 @@ func train(args []string) error {
 	if err := outsideCheckpoints(cfg.RunDir); err != nil {
 		return usagef("train: run_dir %v", err)
 	}
-	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != ""}, *threadSpec)
+	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
+		// The launcher checks once, for all its ranks, and downloads a Hub model before they start.
+		m, err := preflight("train", cfg, *nproc)
+		if err != nil {
+			return err
+		}
+		if err := checkMemory("train", cfg, m.policy, *nproc); err != nil {
+			return err
+		}
+		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
+	}
+	m, err := preflight("train", cfg, 1)
+	if err != nil {
+		return err
+	}
+	l, err := launched(cfg)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if err := checkMemory("train", cfg, m.policy, max(1, l.Dist.WorldSize)); err != nil {
+		return err
+	}
+	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)
 }
 
 // resolveRun resolves the configuration of a new or resumed run. A resumed run starts from its
@@ -137,6 +156,9 @@ func runTraining(o job.Options, threadSpec string) error {
 	l, err := launched(o.Config)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	if err := checkRank("train", l); err != nil {
+		return err
 	}
 	o.Console, o.Out, o.Stop = os.Stderr, os.Stdout, stop
 	if l.Main() {

@@ -8,7 +8,12 @@
 # Debian's CUDA libtorch is in contrib and needs CUDA from non-free, so both are enabled. Its cuDNN
 # package downloads cuDNN from NVIDIA while it installs (network needed, as in a docker build).
 # MTGRPO_CUDNN_STANDIN=1 (build checks without a GPU or network) installs the stand-in package and
-# library of scripts/lib/cudnn_standin.sh instead.
+# library of scripts/lib/cudnn_standin.sh instead. The library is built with gcc (the build
+# dependencies have it); where /usr/local/lib/libcudnn.so.9 is already there (the image's runtime
+# stage copies it from its build stage: the runtime has no gcc) it is used as it is.
+#
+# The downloaded packages are removed afterwards unless /var/cache/apt/archives is a mount (a
+# BuildKit cache mount, or check-cuda-build's download cache), so that no layer keeps them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export DEBIAN_FRONTEND=noninteractive
@@ -42,6 +47,12 @@ if [ "${MTGRPO_CUDNN_STANDIN:-}" = 1 ]; then
 fi
 install "${pkgs[@]}"
 if [ "${MTGRPO_CUDNN_STANDIN:-}" = 1 ]; then
-  "$here/../lib/cudnn_standin.sh" library
+  if [ -f /usr/local/lib/libcudnn.so.9 ]; then
+    ldconfig
+    echo "deps-trixie: using the stand-in /usr/local/lib/libcudnn.so.9 already there" >&2
+  else
+    "$here/../lib/cudnn_standin.sh" library
+  fi
 fi
+mountpoint -q /var/cache/apt/archives 2>/dev/null || apt-get clean
 rm -rf /var/lib/apt/lists/*

@@ -3,10 +3,13 @@ package config
 import (
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Config is one run's resolved configuration: what train, eval and demo run from, printed at
@@ -15,7 +18,8 @@ import (
 type Config struct {
 	// Preset names the preset this configuration started from (general, math, mt-grpo).
 	Preset string `yaml:"preset"`
-	// Model is the policy's model directory (Hugging Face layout). Empty with Init set: a random
+	// Model is the policy's model directory (Hugging Face layout) or Hub id ORG/NAME[@REVISION]
+	// (resolved by model/hub in the command). Empty with Init set: a random
 	// model of Init's shape is written into RUN/base-model first.
 	Model string `yaml:"model"`
 	// Init describes the random model written when Model is empty.
@@ -31,21 +35,21 @@ type Config struct {
 	// Seed drives the model's initialisation, generated data, sampling and shuffles.
 	Seed uint64 `yaml:"seed"`
 
-	Env       EnvConfig       `yaml:"env"`
-	Data      DataConfig      `yaml:"data"`
-	Rollout   RolloutConfig   `yaml:"rollout"`
-	Advantage AdvantageConfig `yaml:"advantage"`
-	Reward    RewardConfig    `yaml:"reward"`
-	Loss      LossConfig      `yaml:"loss"`
-	Optim     OptimConfig     `yaml:"optim"`
-	Update    UpdateConfig    `yaml:"update"`
-	DAPO      DAPOConfig      `yaml:"dapo"`
-	Critic    CriticConfig    `yaml:"critic"`
-	SFT       SFTConfig       `yaml:"sft"`
-	Train     TrainConfig     `yaml:"train"`
-	Eval      EvalConfig      `yaml:"eval"`
-	Profiling ProfilingConfig `yaml:"profiling"`
-	Dist      DistConfig      `yaml:"dist"`
+	Env       EnvConfig          `yaml:"env"`
+	Data      DataConfig         `yaml:"data"`
+	Rollout   RolloutConfig      `yaml:"rollout"`
+	Advantage algo.AdvConfig     `yaml:"advantage"`
+	Reward    grpo.RewardConfig  `yaml:"reward"`
+	Loss      grpo.LossConfig    `yaml:"loss"`
+	Optim     grpo.OptimConfig   `yaml:"optim"`
+	Update    grpo.UpdateConfig  `yaml:"update"`
+	DAPO      grpo.DAPOConfig    `yaml:"dapo"`
+	Critic    grpo.CriticConfig  `yaml:"critic"`
+	SFT       SFTConfig          `yaml:"sft"`
+	Train     TrainConfig        `yaml:"train"`
+	Eval      EvalConfig         `yaml:"eval"`
+	Profiling grpo.ProfileConfig `yaml:"profiling"`
+	Dist      DistConfig         `yaml:"dist"`
 
 	// The parts that live outside the binary (package env/external): MCP tool servers, an
 	// OpenEnv server as the environment, an external reward function.
@@ -96,37 +100,15 @@ type InitConfig struct {
 	RopeTheta float64 `yaml:"rope_theta"`
 }
 
-// EnvConfig selects the environment (env.Config).
+// EnvConfig selects the environment and configures it: env.Config's keys (max_turns,
+// reward_rule, tools, ...) beside the program's name and python sandbox.
 type EnvConfig struct {
 	// Name is a built-in environment (calc_mult, gsm8k, ...), data (dataset rows with the tools
-	// below) or openenv (an OpenEnv server, see the openenv section).
-	Name string `yaml:"name"`
-	// MaxTurns overrides the environment's turn limit (0: its own).
-	MaxTurns int `yaml:"max_turns"`
-	// RewardRule is the trajectory reward: off (the rubric's weighted sum), inverse
-	// (1/max_t|c_t| when format and answer are right: the multi-turn GRPO seed's rule) or scaled
-	// (RewardBudget/max_t|c_t|).
-	RewardRule   string `yaml:"reward_rule"`
-	RewardBudget int    `yaml:"reward_budget"`
-	// Domain picks the data environment's rubric: math, code, qa, general ("" per row).
-	Domain string `yaml:"domain"`
-	// Tools of the data environment: python, calculator, search.
-	Tools []string `yaml:"tools"`
-	// Corpus is a JSONL corpus for the search tool (empty: wiki_qa's generated one).
-	Corpus string `yaml:"corpus"`
-	// Slippery makes generated frozen lakes slippery.
-	Slippery bool `yaml:"slippery"`
-	// Digits and Factors shape generated calc_mult tasks: operand length, 1 to 6 (0: 3), and
-	// how many numbers are multiplied, 2 to 4 (0: 2; each factor past two adds a tool turn).
-	Digits  int `yaml:"digits"`
-	Factors int `yaml:"factors"`
-	// DirectDemos is the share of calc_mult demonstrations that answer without the calculator
-	// (0 to 1; see env.Config.DirectDemos).
-	DirectDemos float64 `yaml:"direct_demos"`
-	// MaxToolCalls and ToolTime bound one assistant message's tool calls (0: 5 calls, 20s).
-	MaxToolCalls int           `yaml:"max_tool_calls"`
-	ToolTime     time.Duration `yaml:"tool_time"`
-	// Python configures the python tool's sandbox.
+	// in env.tools) or openenv (an OpenEnv server, see the openenv section).
+	Name       string `yaml:"name"`
+	env.Config `yaml:",inline"`
+	// Python configures the python tool's sandbox, in megabytes and guarantee names
+	// (env.Config.Python is sandbox.Config in bytes and flags).
 	Python PythonConfig `yaml:"python"`
 }
 
@@ -169,134 +151,14 @@ type DataConfig struct {
 	SkipInvalid bool `yaml:"skip_invalid"`
 }
 
-// RolloutConfig is what one step generates (grpo.RolloutConfig).
+// RolloutConfig is what one step generates: the trainer's rollout settings (grpo.RolloutConfig;
+// rollout.temperature 0 decodes greedily), the condenser's section and the engine's slots.
 type RolloutConfig struct {
-	// Tasks per step (verl's data.train_batch_size) and trajectories per task (the GRPO group).
-	Tasks int `yaml:"tasks"`
-	Group int `yaml:"group"`
-	// Sampling of every action turn.
-	Temperature  float64 `yaml:"temperature"`
-	TopP         float64 `yaml:"top_p"`
-	TopK         int     `yaml:"top_k"`
-	MinP         float64 `yaml:"min_p"`
-	MaxNewTokens int     `yaml:"max_new_tokens"`
-	// MaxTurns caps an episode's action turns (0: the environment's).
-	MaxTurns int `yaml:"max_turns"`
-	// MaxContextTokens ends an episode whose next context would be longer.
-	MaxContextTokens int `yaml:"max_context_tokens"`
+	grpo.RolloutConfig `yaml:",inline"`
 	// Condenser builds each turn's context.
-	Condenser CondenserConfig `yaml:"condenser"`
-	// MaskTruncated trains no token of an output cut by the length limit.
-	MaskTruncated bool `yaml:"mask_truncated"`
-	// MaxLen is the KV-cache length per sequence (0: max_context_tokens + max_new_tokens).
-	MaxLen int `yaml:"max_len"`
+	Condenser rollout.CondenserConfig `yaml:"condenser"`
 	// Slots is how many sequences are decoded at once (0: tasks × group).
 	Slots int `yaml:"slots"`
-	// Workers bounds concurrent environment, tool and reward calls (0: 32).
-	Workers int `yaml:"workers"`
-	// ChatVars are extra chat-template variables (enable_thinking: false).
-	ChatVars map[string]any `yaml:"chat_vars,omitempty"`
-}
-
-// CondenserType names a context condenser.
-type CondenserType string
-
-// Condensers (package rollout).
-const (
-	CondenseFull        CondenserType = "full"         // the whole history
-	CondenseLastN       CondenserType = "last_n"       // the task and the last KeepLastN steps
-	CondenseTokenBudget CondenserType = "token_budget" // drop old steps until MaxTokens fit
-	CondenseSummary     CondenserType = "summary"      // the model summarises its history
-)
-
-var condenserTypes = []CondenserType{CondenseFull, CondenseLastN, CondenseTokenBudget, CondenseSummary}
-
-// CondenserConfig configures the condenser.
-type CondenserConfig struct {
-	Type CondenserType `yaml:"type"`
-	// KeepLastN steps stay in the context (last_n; summary: verbatim after the summary).
-	KeepLastN int `yaml:"keep_last_n"`
-	// MaxTokens is token_budget's budget and summary's trigger (0: none for summary).
-	MaxTokens int `yaml:"max_tokens"`
-	// SummaryEvery triggers a summary after this many steps; SummaryTokens caps it; TrainSummary
-	// trains on it.
-	SummaryEvery  int  `yaml:"summary_every"`
-	SummaryTokens int  `yaml:"summary_tokens"`
-	TrainSummary  bool `yaml:"train_summary"`
-}
-
-// AdvantageConfig is the advantage estimator (grpo.AdvConfig).
-type AdvantageConfig struct {
-	Estimator grpo.Estimator `yaml:"estimator"`
-	Eps       float64        `yaml:"eps"`
-	NormStd   bool           `yaml:"norm_std"`
-	TurnCoef  float64        `yaml:"turn_coef"`
-	Gamma     float64        `yaml:"gamma"`
-	Lambda    float64        `yaml:"lambda"`
-	BiLevel   bool           `yaml:"bi_level"`
-	TurnGamma float64        `yaml:"turn_gamma"`
-}
-
-// RewardConfig puts a KL penalty into the reward (grpo.RewardConfig).
-type RewardConfig struct {
-	KLCoef float64     `yaml:"kl_coef"`
-	KLKind grpo.KLKind `yaml:"kl_kind"`
-}
-
-// LossConfig is the policy loss (grpo.LossConfig).
-type LossConfig struct {
-	Policy       grpo.PolicyLoss    `yaml:"policy"`
-	ClipLow      float64            `yaml:"clip_low"`
-	ClipHigh     float64            `yaml:"clip_high"`
-	DualClip     float64            `yaml:"dual_clip"`
-	GSPOClipLow  float64            `yaml:"gspo_clip_low"`
-	GSPOClipHigh float64            `yaml:"gspo_clip_high"`
-	KLCoef       float64            `yaml:"kl_coef"`
-	KLKind       grpo.KLKind        `yaml:"kl_kind"`
-	EntropyCoef  float64            `yaml:"entropy_coef"`
-	IS           grpo.ISMode        `yaml:"is"`
-	ISMin        float64            `yaml:"is_min"`
-	ISMax        float64            `yaml:"is_max"`
-	Agg          grpo.AggMode       `yaml:"agg"`
-	AggTurns     grpo.TurnWeighting `yaml:"agg_turns"`
-	AggNorm      float64            `yaml:"agg_norm"`
-}
-
-// OptimConfig is AdamW and its schedule (grpo.OptimConfig).
-type OptimConfig struct {
-	LR          float64       `yaml:"lr"`
-	Beta1       float64       `yaml:"beta1"`
-	Beta2       float64       `yaml:"beta2"`
-	Eps         float64       `yaml:"eps"`
-	WeightDecay float64       `yaml:"weight_decay"`
-	Warmup      int           `yaml:"warmup"`
-	Schedule    grpo.Schedule `yaml:"schedule"`
-	MinLRRatio  float64       `yaml:"min_lr_ratio"`
-	MaxGradNorm float64       `yaml:"max_grad_norm"`
-}
-
-// UpdateConfig splits a step's batch into optimizer steps (grpo.UpdateConfig).
-type UpdateConfig struct {
-	Epochs                int  `yaml:"epochs"`
-	MiniBatches           int  `yaml:"mini_batches"`
-	MicroTokens           int  `yaml:"micro_tokens"`
-	GradientCheckpointing bool `yaml:"gradient_checkpointing"`
-}
-
-// DAPOConfig is DAPO's dynamic sampling and overlong penalty (grpo.DAPOConfig).
-type DAPOConfig struct {
-	DynamicSampling bool    `yaml:"dynamic_sampling"`
-	MaxGenBatches   int     `yaml:"max_gen_batches"`
-	OverlongLen     int     `yaml:"overlong_len"`
-	OverlongFactor  float64 `yaml:"overlong_factor"`
-}
-
-// CriticConfig is the PPO critic's optimisation (grpo.CriticConfig).
-type CriticConfig struct {
-	LR          float64 `yaml:"lr"`
-	Warmup      int     `yaml:"warmup"`
-	ValueClip   float64 `yaml:"value_clip"`
-	MaxGradNorm float64 `yaml:"max_grad_norm"`
 }
 
 // SFTConfig is the supervised warm-up before RL, on the environment's demonstrations.
@@ -309,7 +171,7 @@ type SFTConfig struct {
 	// Schedule after warmup: constant, or cosine down to MinLRRatio·LR at the last SFT step (a
 	// warm-up that ends at a small rate ends in a settled model, not wherever the last steps at
 	// full rate left it).
-	Schedule   grpo.Schedule `yaml:"schedule"`
+	Schedule   algo.Schedule `yaml:"schedule"`
 	MinLRRatio float64       `yaml:"min_lr_ratio"`
 	Batch      int           `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
@@ -348,43 +210,26 @@ type EvalConfig struct {
 	Before bool `yaml:"before"`
 }
 
-// ProfilingConfig adds the rollout's time split to every step's metrics (profile/*_s).
-type ProfilingConfig struct {
-	Enable       bool `yaml:"enable"`
-	Rewards      bool `yaml:"rewards"`
-	Condensation bool `yaml:"condensation"`
-}
-
 // Defaults is the configuration before any preset: the trainer's defaults (grpo.Defaults), the
 // calc_mult tool task generated in-process, and a run that evaluates before and after, checkpoints
 // at the end, exports and writes its report.
 func Defaults() *Config {
 	g := grpo.Defaults()
-	r, a, l, o := g.Rollout, g.Advantage, g.Loss, g.Optim
 	return &Config{
-		RunDir: "runs/train",
-		Device: "cpu",
-		Env:    EnvConfig{Name: "calc_mult", RewardRule: "off"},
-		Data:   DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
-		Rollout: RolloutConfig{Tasks: r.Tasks, Group: r.Group, Temperature: r.Sampling.Temperature, TopP: 1,
-			MaxNewTokens: r.Sampling.MaxNewTokens, MaxContextTokens: r.MaxContextTokens,
-			Condenser: CondenserConfig{Type: CondenseFull}},
-		Advantage: AdvantageConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
-			Gamma: a.GAE.Gamma, Lambda: a.GAE.Lambda, BiLevel: a.GAE.BiLevel, TurnGamma: a.GAE.TurnGamma},
-		Reward: RewardConfig{KLCoef: g.Reward.KLCoef, KLKind: g.Reward.KLKind},
-		Loss: LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
-			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
-			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax, Agg: l.Agg.Mode,
-			AggTurns: l.Agg.Turns, AggNorm: l.Agg.Norm},
-		Optim: OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
-		Update: UpdateConfig{Epochs: g.Update.Epochs, MiniBatches: g.Update.MiniBatches, MicroTokens: g.Update.MicroTokens},
-		DAPO: DAPOConfig{DynamicSampling: g.DAPO.DynamicSampling, MaxGenBatches: g.DAPO.MaxGenBatches,
-			OverlongLen: g.DAPO.OverlongLen, OverlongFactor: g.DAPO.OverlongFactor},
-		Critic: CriticConfig{LR: g.Critic.LR, Warmup: g.Critic.Warmup, ValueClip: g.Critic.ValueClip,
-			MaxGradNorm: g.Critic.MaxGradNorm},
-		SFT:   SFTConfig{LR: 1e-4, Schedule: grpo.Constant, Batch: 16, Tasks: 256},
-		Train: TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
-		Eval:  EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
+		RunDir:    "runs/train",
+		Device:    "cpu",
+		Env:       EnvConfig{Name: "calc_mult", Config: env.Config{Context: env.ContextOff}},
+		Data:      DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
+		Rollout:   RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
+		Advantage: g.Advantage,
+		Reward:    g.Reward,
+		Loss:      g.Loss,
+		Optim:     g.Optim,
+		Update:    g.Update,
+		DAPO:      g.DAPO,
+		Critic:    g.Critic,
+		SFT:       SFTConfig{LR: 1e-4, Schedule: algo.Constant, Batch: 16, Tasks: 256},
+		Train:     TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
+		Eval:      EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 )
 
 // noEnv is an empty environment, so the host's variables never leak into a test.
@@ -55,9 +56,9 @@ func TestResolutionOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// math preset: temperature 0.3 (not the default 1), group 6 replaced by the file's 5.
-	if c.Rollout.Temperature != 0.3 || c.Rollout.Group != 5 || c.Rollout.Tasks != 6 || c.Optim.LR != 5e-6 || c.Model != "m" {
+	if c.Rollout.Sampling.Temperature != 0.3 || c.Rollout.Group != 5 || c.Rollout.Tasks != 6 || c.Optim.LR != 5e-6 || c.Model != "m" {
 		t.Errorf("temperature %v group %d tasks %d lr %v model %q; want 0.3, 5, 6, 5e-6, m",
-			c.Rollout.Temperature, c.Rollout.Group, c.Rollout.Tasks, c.Optim.LR, c.Model)
+			c.Rollout.Sampling.Temperature, c.Rollout.Group, c.Rollout.Tasks, c.Optim.LR, c.Model)
 	}
 	for key, want := range map[string]string{"rollout.group": f + ":3", "rollout.tasks": "$BATCH_SIZE",
 		"optim.lr": "--lr", "rollout.temperature": "preset math", "model": "$MODEL"} {
@@ -71,7 +72,7 @@ func TestResolutionOrder(t *testing.T) {
 	// The preset may also come from the first file that names one, or $PRESET.
 	f2 := writeYAML(t, "preset: mt-grpo\nmodel: m\n")
 	c, err = Resolve(Sources{Files: []string{f2}, LookupEnv: noEnv})
-	if err != nil || c.Advantage.Estimator != grpo.EstMTGRPO {
+	if err != nil || c.Advantage.Estimator != algo.EstMTGRPO {
 		t.Errorf("preset from the file: %v %v", c.Advantage.Estimator, err)
 	}
 	c, err = Resolve(Sources{LookupEnv: envOf(map[string]string{"PRESET": "math", "MODEL": "m"})})
@@ -92,7 +93,7 @@ func TestSFTTrainerSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := g.Optim
-	if o.LR != 2e-3 || o.Warmup != 10 || o.Schedule != grpo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
+	if o.LR != 2e-3 || o.Warmup != 10 || o.Schedule != algo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
 		t.Errorf("SFT optimizer: lr %v warmup %d schedule %s floor %v total %d; want 0.002, 10, cosine, 0.1, 200",
 			o.LR, o.Warmup, o.Schedule, o.MinLRRatio, o.TotalSteps)
 	}
@@ -100,14 +101,14 @@ func TestSFTTrainerSchedule(t *testing.T) {
 	if lr, want := grpo.LR(o.LR, 105, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio), 2e-4+0.5*1.8e-3; math.Abs(lr-want) > 1e-12 {
 		t.Errorf("lr at SFT step 105: %v, want %v", lr, want)
 	}
-	if r, err := c.Trainer(); err != nil || r.Optim.LR != 1e-5 || r.Optim.Schedule != grpo.Constant {
+	if r, err := c.Trainer(); err != nil || r.Optim.LR != 1e-5 || r.Optim.Schedule != algo.Constant {
 		t.Errorf("RL optimizer: lr %v schedule %s (%v); want optim's 1e-5, constant", r.Optim.LR, r.Optim.Schedule, err)
 	}
 	c, err = Resolve(Sources{LookupEnv: noEnv, Overrides: withModel})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SFT.Schedule != grpo.Constant {
+	if c.SFT.Schedule != algo.Constant {
 		t.Errorf("default sft.schedule %q, want constant", c.SFT.Schedule)
 	}
 }

@@ -9,26 +9,12 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Condenser builds the configured context condenser.
-func (c *Config) Condenser() (rollout.Condenser, error) {
-	cc := c.Rollout.Condenser
-	switch cc.Type {
-	case CondenseFull, "":
-		return rollout.Full{}, nil
-	case CondenseLastN:
-		return rollout.LastN{N: cc.KeepLastN}, nil
-	case CondenseTokenBudget:
-		return rollout.TokenBudget{MaxTokens: cc.MaxTokens}, nil
-	case CondenseSummary:
-		return rollout.Summary{MaxSteps: cc.SummaryEvery, MaxTokens: cc.MaxTokens, KeepLast: cc.KeepLastN,
-			MaxSummaryTokens: cc.SummaryTokens, Train: cc.TrainSummary}, nil
-	}
-	_, err := parseCondenser(string(cc.Type))
-	return nil, err
-}
+func (c *Config) Condenser() (rollout.Condenser, error) { return c.Rollout.Condenser.Condenser() }
 
 // Spec is the random model of an init: section.
 func (i *InitConfig) Spec() modelinit.Spec {
@@ -44,7 +30,7 @@ func (c *Config) MaxLen() int {
 		return c.Rollout.MaxLen
 	}
 	if c.Rollout.MaxContextTokens > 0 {
-		return c.Rollout.MaxContextTokens + c.Rollout.MaxNewTokens
+		return c.Rollout.MaxContextTokens + c.Rollout.Sampling.MaxNewTokens
 	}
 	return 4096
 }
@@ -60,9 +46,9 @@ func (c *Config) Slots() int {
 
 // Sampling is the sampling of training rollouts.
 func (c *Config) Sampling() rollout.Sampling {
-	r := c.Rollout
-	return rollout.Sampling{Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
-		MaxNewTokens: r.MaxNewTokens, Greedy: r.Temperature == 0}
+	s := c.Rollout.Sampling
+	s.Greedy = s.Temperature == 0 // the configuration's temperature 0 is greedy decoding
+	return s
 }
 
 // Trainer is the trainer's configuration.
@@ -71,27 +57,19 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	if err != nil {
 		return grpo.Config{}, err
 	}
-	r, a, l, o, u := c.Rollout, c.Advantage, c.Loss, c.Optim, c.Update
+	r := c.Rollout.RolloutConfig
+	r.Sampling, r.Condenser, r.MaxLen = c.Sampling(), cond, c.MaxLen()
 	g := grpo.Config{
-		Rollout: grpo.RolloutConfig{Tasks: r.Tasks, Group: r.Group, Sampling: c.Sampling(), MaxTurns: r.MaxTurns,
-			MaxContextTokens: r.MaxContextTokens, Condenser: cond, MaskTruncated: r.MaskTruncated, MaxLen: c.MaxLen(),
-			ChatVars: r.ChatVars, Workers: r.Workers},
-		Advantage: grpo.AdvConfig{Estimator: a.Estimator, Eps: a.Eps, NormStd: a.NormStd, TurnCoef: a.TurnCoef,
-			GAE: grpo.GAEConfig{Gamma: a.Gamma, Lambda: a.Lambda, BiLevel: a.BiLevel, TurnGamma: a.TurnGamma}},
-		Reward: grpo.RewardConfig{KLCoef: c.Reward.KLCoef, KLKind: c.Reward.KLKind},
-		Loss: grpo.LossConfig{Policy: l.Policy, ClipLow: l.ClipLow, ClipHigh: l.ClipHigh, DualClip: l.DualClip,
-			GSPOClipLow: l.GSPOClipLow, GSPOClipHigh: l.GSPOClipHigh, KLCoef: l.KLCoef, KLKind: l.KLKind,
-			EntropyCoef: l.EntropyCoef, IS: l.IS, ISMin: l.ISMin, ISMax: l.ISMax,
-			Agg: grpo.AggConfig{Mode: l.Agg, Turns: l.AggTurns, Norm: l.AggNorm}},
-		Optim: grpo.OptimConfig{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay,
-			Warmup: o.Warmup, Schedule: o.Schedule, MinLRRatio: o.MinLRRatio, MaxGradNorm: o.MaxGradNorm},
-		Update: grpo.UpdateConfig{Epochs: u.Epochs, MiniBatches: u.MiniBatches, MicroTokens: u.MicroTokens,
-			Checkpoint: u.GradientCheckpointing},
-		DAPO: grpo.DAPOConfig{DynamicSampling: c.DAPO.DynamicSampling, MaxGenBatches: c.DAPO.MaxGenBatches,
-			OverlongLen: c.DAPO.OverlongLen, OverlongFactor: c.DAPO.OverlongFactor},
-		Critic: grpo.CriticConfig{LR: c.Critic.LR, Warmup: c.Critic.Warmup, ValueClip: c.Critic.ValueClip,
-			MaxGradNorm: c.Critic.MaxGradNorm},
-		Seed: c.Seed,
+		Rollout:   r,
+		Advantage: c.Advantage,
+		Reward:    c.Reward,
+		Loss:      c.Loss,
+		Optim:     c.Optim,
+		Update:    c.Update,
+		DAPO:      c.DAPO,
+		Critic:    c.Critic,
+		Seed:      c.Seed,
+		Profile:   c.Profiling,
 	}
 	return g, nil
 }
@@ -106,20 +84,19 @@ func (c *Config) SFTTrainer() (grpo.Config, error) {
 	s := c.SFT
 	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.MinLRRatio, g.Optim.TotalSteps = s.LR, s.Warmup, s.Schedule, s.MinLRRatio, s.Steps
 	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
-	g.Advantage.Estimator = grpo.EstGRPO
+	g.Advantage.Estimator = algo.EstGRPO
 	return g, nil
 }
 
 // EnvConfig is the environment's configuration. log receives the python sandbox's set-up line.
 func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
-	e := c.Env
 	py, err := c.sandbox(log)
 	if err != nil {
 		return env.Config{}, err
 	}
-	return env.Config{MaxTurns: e.MaxTurns, Context: e.RewardRule, Budget: e.RewardBudget, Python: py,
-		CorpusPath: e.Corpus, Slippery: e.Slippery, Digits: e.Digits, Factors: e.Factors, DirectDemos: e.DirectDemos, Tools: e.Tools, Domain: e.Domain,
-		MaxToolCalls: e.MaxToolCalls, ToolTime: e.ToolTime}, nil
+	e := c.Env.Config
+	e.Python = py
+	return e, nil
 }
 
 // guarantees are the sandbox's isolation guarantees by their configuration names.
@@ -173,7 +150,7 @@ func (c *Config) EvalRun() (grpo.EvalConfig, error) {
 		return grpo.EvalConfig{}, err
 	}
 	e := c.Eval
-	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.MaxNewTokens}
+	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.Sampling.MaxNewTokens}
 	return grpo.EvalConfig{Samples: e.Samples, Sampling: s, MaxTurns: c.Rollout.MaxTurns,
 		MaxContextTokens: c.Rollout.MaxContextTokens, Condenser: cond, ChatVars: c.Rollout.ChatVars,
 		Seed: c.Seed ^ 0x6576616c}, nil

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
-	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // finish runs once every source is read: each family combines its Derived keys, and a layout's
@@ -56,15 +57,15 @@ func (c *Config) explicit(key string) bool {
 func (c *Config) validateEffects() error {
 	var errs []error
 	a := c.Advantage
-	gae := a.Estimator == grpo.EstGAE
-	if a.BiLevel && !gae {
+	gae := a.Estimator == algo.EstGAE
+	if a.GAE.BiLevel && !gae {
 		errs = append(errs, c.bad("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
 			"(algorithm.adv_estimator=gae), not %s (%s)", a.Estimator, c.Origin("advantage.estimator")))
 	}
 	noEffect := func(key, why string) {
 		c.warn(fmt.Sprintf("%s: %s has no effect: %s", c.Origin(key), key, why))
 	}
-	if !a.BiLevel && c.explicit("advantage.turn_gamma") {
+	if !a.GAE.BiLevel && c.explicit("advantage.turn_gamma") {
 		noEffect("advantage.turn_gamma", "it is bi-level GAE's turn discount (advantage.bi_level true, estimator gae)")
 	}
 	if !gae {
@@ -74,19 +75,19 @@ func (c *Config) validateEffects() error {
 			}
 		}
 		d := Defaults().Advantage
-		if c.explicit("advantage.gamma") && a.Gamma != d.Gamma || c.explicit("advantage.lambda") && a.Lambda != d.Lambda {
+		if c.explicit("advantage.gamma") && a.GAE.Gamma != d.GAE.Gamma || c.explicit("advantage.lambda") && a.GAE.Lambda != d.GAE.Lambda {
 			noEffect("advantage.gamma", fmt.Sprintf("γ and λ are GAE's (advantage.estimator gae), not %s's", a.Estimator))
 		}
 	}
 	cc := c.Rollout.Condenser
-	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != CondenseTokenBudget && cc.Type != CondenseSummary {
+	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != rollout.CondenseTokenBudget && cc.Type != rollout.CondenseSummary {
 		noEffect("rollout.condenser.max_tokens", fmt.Sprintf("condenser %s does not count tokens; the budget applies to "+
 			"rollout.condenser.type token_budget or summary (a turn's context is capped by rollout.max_context_tokens)", cc.Type))
 	}
-	if cc.KeepLastN != 0 && c.explicit("rollout.condenser.keep_last_n") && cc.Type != CondenseLastN && cc.Type != CondenseSummary {
+	if cc.KeepLastN != 0 && c.explicit("rollout.condenser.keep_last_n") && cc.Type != rollout.CondenseLastN && cc.Type != rollout.CondenseSummary {
 		noEffect("rollout.condenser.keep_last_n", fmt.Sprintf("condenser %s keeps no last steps; it applies to rollout.condenser.type last_n or summary", cc.Type))
 	}
-	if cc.Type != CondenseSummary {
+	if cc.Type != rollout.CondenseSummary {
 		for _, k := range []string{"rollout.condenser.summary_every", "rollout.condenser.summary_tokens", "rollout.condenser.train_summary"} {
 			if c.explicit(k) {
 				noEffect(k, "it applies to rollout.condenser.type summary")
@@ -102,7 +103,7 @@ func (c *Config) validateEffects() error {
 			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
 		}
 	}
-	if e.RewardBudget != 0 && c.explicit("env.reward_budget") && e.RewardRule != "scaled" {
+	if e.Budget != 0 && c.explicit("env.reward_budget") && e.Context != "scaled" {
 		noEffect("env.reward_budget", "it is the budget of env.reward_rule scaled")
 	}
 	return joinErrors(errs)

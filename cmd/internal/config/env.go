@@ -17,7 +17,7 @@ type EnvVar struct {
 // EnvVars are read after the YAML files and before the flags. ENV_NAME, not ENV: POSIX shells
 // read $ENV as a start-up file.
 var EnvVars = []EnvVar{
-	{"MODEL", "model", "the policy's model directory"},
+	{"MODEL", "model", "the policy's model: a directory or a Hugging Face Hub id ORG/NAME[@REVISION]"},
 	{"RUN_DIR", "run_dir", "the run directory"},
 	{"DATA", "data.train", "training tasks: a parquet or JSONL file in verl's layout"},
 	{"VAL_DATA", "data.val", "validation tasks: a parquet or JSONL file"},

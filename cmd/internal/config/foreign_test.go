@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
-	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // rowCases are the foreign keys whose test value is not derived from the native field's type:
@@ -253,7 +254,7 @@ func TestHintsByMeaning(t *testing.T) {
 func TestAlignAnythingMeansPPO(t *testing.T) {
 	f := writeYAML(t, "model: m\ntrain_cfgs:\n  bi_level_gae: true\n  high_level_gamma: 0.9\n")
 	c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv})
-	if err != nil || c.Advantage.Estimator != grpo.EstGAE || !c.Advantage.BiLevel || c.Advantage.TurnGamma != 0.9 {
+	if err != nil || c.Advantage.Estimator != algo.EstGAE || !c.Advantage.GAE.BiLevel || c.Advantage.GAE.TurnGamma != 0.9 {
 		t.Fatalf("%+v %v", c.Advantage, err)
 	}
 	if got := c.Origin("advantage.estimator"); !strings.Contains(got, f+":3") || !strings.Contains(got, "PPO with a critic") {
@@ -261,7 +262,7 @@ func TestAlignAnythingMeansPPO(t *testing.T) {
 	}
 	f = writeYAML(t, "model: m\nalgorithm:\n  adv_estimator: grpo\ntrain_cfgs:\n  max_turn: 3\n")
 	c, err = Resolve(Sources{Files: []string{f}, LookupEnv: noEnv})
-	if err != nil || c.Advantage.Estimator != grpo.EstGRPO || c.Rollout.MaxTurns != 3 {
+	if err != nil || c.Advantage.Estimator != algo.EstGRPO || c.Rollout.MaxTurns != 3 {
 		t.Errorf("explicit estimator: %v %d %v", c.Advantage.Estimator, c.Rollout.MaxTurns, err)
 	}
 }
@@ -326,7 +327,7 @@ func TestMathPreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc := c.Rollout.Condenser
-	if c.Env.Name != "gsm8k_python" || c.Env.MaxTurns != 7 || c.Rollout.MaxTurns != 7 || cc.Type != CondenseLastN || cc.KeepLastN != 3 || len(c.Warnings()) != 0 {
+	if c.Env.Name != "gsm8k_python" || c.Env.MaxTurns != 7 || c.Rollout.MaxTurns != 7 || cc.Type != rollout.CondenseLastN || cc.KeepLastN != 3 || len(c.Warnings()) != 0 {
 		t.Errorf("env %s (%d turns), %d turns, condenser %+v, warnings %q", c.Env.Name, c.Env.MaxTurns, c.Rollout.MaxTurns, cc, c.Warnings())
 	}
 }

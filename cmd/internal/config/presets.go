@@ -5,7 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Preset names.
@@ -24,25 +25,25 @@ var presets = map[string]struct {
 }{
 	PresetGeneral: {"multi-turn GRPO with condensed contexts (task + last 2 steps), 4 trajectories per task, 5 turns, 2048-token contexts",
 		func(c *Config) {
-			c.Advantage.Estimator = grpo.EstMultiTurnGRPO
+			c.Advantage.Estimator = algo.EstMultiTurnGRPO
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 4, 5, 2048
-			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 2}
+			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseLastN, KeepLastN: 2}
 		}},
 	PresetMath: {"the seed's multi-turn math setup: GSM8K-format problems with the python tool (gsm8k_python), up to 7 turns, " +
 		"each turn's context the task and the last 3 steps (4096 tokens), 6 trajectories per task, temperature 0.3, top-p 0.95",
 		func(c *Config) {
-			c.Advantage.Estimator = grpo.EstMultiTurnGRPO
+			c.Advantage.Estimator = algo.EstMultiTurnGRPO
 			c.Env.Name, c.Env.MaxTurns = "gsm8k_python", 7
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
-			c.Rollout.Temperature, c.Rollout.TopP, c.Rollout.MaxNewTokens = 0.3, 0.95, 1024
-			c.Rollout.Condenser = CondenserConfig{Type: CondenseLastN, KeepLastN: 3}
+			c.Rollout.Sampling.Temperature, c.Rollout.Sampling.TopP, c.Rollout.Sampling.MaxNewTokens = 0.3, 0.95, 1024
+			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseLastN, KeepLastN: 3}
 		}},
 	PresetMTGRPO: {"MT-GRPO turn-level credit on tool use (wiki_qa search tool), 8 trajectories per task, full history, 4 turns",
 		func(c *Config) {
-			c.Advantage.Estimator, c.Advantage.TurnCoef = grpo.EstMTGRPO, 1
+			c.Advantage.Estimator, c.Advantage.TurnCoef = algo.EstMTGRPO, 1
 			c.Env.Name = "wiki_qa"
 			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 8, 4, 4096
-			c.Rollout.Condenser = CondenserConfig{Type: CondenseFull}
+			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseFull}
 		}},
 }
 

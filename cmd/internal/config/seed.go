@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // seedFamily is the multi-turn GRPO seed trainer's own keys (its multiturn_grpo_trainer.yaml,
@@ -140,11 +142,11 @@ func isExternalReward(n *yaml.Node) bool {
 func seedCondenser(n *yaml.Node) (string, error) {
 	switch n.Value {
 	case "simple":
-		return string(CondenseLastN), nil
+		return string(rollout.CondenseLastN), nil
 	case "none":
-		return string(CondenseFull), nil
+		return string(rollout.CondenseFull), nil
 	}
-	c, err := parseCondenser(n.Value)
+	c, err := rollout.ParseCondenser(n.Value)
 	return string(c), err
 }
 

@@ -78,7 +78,8 @@ func (d *decoder) entry(path string, k, v *yaml.Node, foreignOnly bool) error {
 }
 
 // plainSection reports whether path is a native section that always exists (a struct of this
-// package, not an optional pointer): native and foreign keys may be mixed in it.
+// package or of the trainer's, not an optional pointer): native and foreign keys may be mixed
+// in it.
 func plainSection(path string) bool {
 	t := reflect.TypeOf(Config{})
 	for _, part := range strings.Split(path, ".") {
@@ -96,7 +97,7 @@ func plainSection(path string) bool {
 			return false
 		}
 	}
-	return t.Kind() == reflect.Struct && t.PkgPath() == reflect.TypeOf(Config{}).PkgPath()
+	return t.Kind() == reflect.Struct && sections[t.PkgPath()]
 }
 
 // unknownForeign is the error text for an unknown key in a foreign section.

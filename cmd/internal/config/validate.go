@@ -9,7 +9,11 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
+
+// noLeast is the lower bound of a size whose owner (the trainer, the environment) checks it.
+const noLeast = math.MinInt
 
 // bad is an error about key, placed where the key was set.
 func (c *Config) bad(key, format string, a ...any) error {
@@ -17,8 +21,9 @@ func (c *Config) bad(key, format string, a ...any) error {
 }
 
 // Validate checks every value; each error names the key and where it was set, and the errors
-// of all sections are reported together. The trainer's own
-// checks (grpo.Config.Validate) run last.
+// of all sections are reported together. The program checks its own keys and bounds every size;
+// the environment's and the trainer's sections are checked by their owners (env.Config.Validate
+// in validateEnv, grpo.Config.Validate last), whose errors name the key this places.
 func (c *Config) Validate() error {
 	checks := []func() error{c.validateRun, c.validateEnv, c.validateData, c.validateRollout,
 		c.validateLoop, c.validateExternal, c.validateEffects}
@@ -71,17 +76,12 @@ func (c *Config) validateEnv() error {
 	if e.Name != "openenv" && !slices.Contains(env.Names(), e.Name) {
 		return c.bad("env.name", "unknown environment %q (%s, or openenv)", e.Name, strings.Join(env.Names(), ", "))
 	}
-	switch e.RewardRule {
-	case "", env.ContextOff, env.ContextInverse:
-	case env.ContextScaled:
-		if e.RewardBudget <= 0 {
-			return c.bad("env.reward_budget", "%d: the scaled reward rule needs a token budget > 0", e.RewardBudget)
+	if err := e.Config.Validate(); err != nil { // the environment's own checks, by key
+		var ke *env.KeyError
+		if errors.As(err, &ke) {
+			return c.bad("env."+ke.Key, "%v", ke.Err)
 		}
-	default:
-		return c.bad("env.reward_rule", "%q: want off, inverse or scaled", e.RewardRule)
-	}
-	if e.ToolTime < 0 {
-		return c.bad("env.tool_time", "%v: must be >= 0", e.ToolTime)
+		return c.bad("env", "%v", err)
 	}
 	if _, err := c.sandbox(nil); err != nil {
 		return c.bad("env.python.require", "%v", strings.TrimPrefix(err.Error(), "env.python.require: "))
@@ -90,13 +90,10 @@ func (c *Config) validateEnv() error {
 	if err := c.sizes(size{"env.python.memory_mb", int(p.MemoryMB), 0, maxCount},
 		size{"env.python.file_mb", int(p.FileMB), 0, maxCount},
 		size{"env.python.disk_mb", int(p.DiskMB), 0, maxCount}, size{"env.python.budget_mb", int(p.BudgetMB), 0, maxCount},
-		size{"env.reward_budget", e.RewardBudget, 0, maxTokens}); err != nil {
+		size{"env.reward_budget", e.Budget, noLeast, maxTokens}); err != nil {
 		return err
 	}
-	if err := c.numbers(number{key: "env.direct_demos", v: e.DirectDemos, lo: 0, hi: 1}); err != nil {
-		return err
-	}
-	return c.sizes(size{"env.max_turns", e.MaxTurns, 0, maxCount}, size{"env.max_tool_calls", e.MaxToolCalls, 0, maxCount})
+	return c.sizes(size{"env.max_turns", e.MaxTurns, noLeast, maxCount}, size{"env.max_tool_calls", e.MaxToolCalls, noLeast, maxCount})
 }
 
 func (c *Config) validateData() error {
@@ -115,7 +112,7 @@ func (c *Config) validateData() error {
 func (c *Config) validateRollout() error {
 	r := c.Rollout
 	if err := c.sizes(size{"rollout.tasks", r.Tasks, 1, maxTrajectories}, size{"rollout.group", r.Group, 1, maxTrajectories},
-		size{"rollout.max_new_tokens", r.MaxNewTokens, 1, maxTokens}, size{"rollout.top_k", r.TopK, 0, maxTokens},
+		size{"rollout.max_new_tokens", r.Sampling.MaxNewTokens, 1, maxTokens}, size{"rollout.top_k", r.Sampling.TopK, 0, maxTokens},
 		size{"rollout.max_turns", r.MaxTurns, 0, maxCount}, size{"rollout.max_context_tokens", r.MaxContextTokens, 0, maxTokens},
 		size{"rollout.max_len", r.MaxLen, 0, maxTokens}, size{"rollout.slots", r.Slots, 0, maxTrajectories},
 		size{"rollout.workers", r.Workers, 0, maxCount}); err != nil {
@@ -134,16 +131,16 @@ func (c *Config) validateRollout() error {
 		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens",
 			r.Slots, c.MaxLen(), int64(maxTokensPerStep))
 	}
-	if err := c.numbers(number{key: "rollout.temperature", v: r.Temperature, lo: 0, hi: 100},
-		number{key: "rollout.top_p", v: r.TopP, lo: 0, hi: 1, loOpen: true},
-		number{key: "rollout.min_p", v: r.MinP, lo: 0, hi: 1, hiOpen: true}); err != nil {
+	if err := c.numbers(number{key: "rollout.temperature", v: r.Sampling.Temperature, lo: 0, hi: 100},
+		number{key: "rollout.top_p", v: r.Sampling.TopP, lo: 0, hi: 1, loOpen: true},
+		number{key: "rollout.min_p", v: r.Sampling.MinP, lo: 0, hi: 1, hiOpen: true}); err != nil {
 		return err
 	}
-	if c.MaxLen() <= r.MaxNewTokens {
-		return c.bad("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens", c.MaxLen(), r.MaxNewTokens)
+	if c.MaxLen() <= r.Sampling.MaxNewTokens {
+		return c.bad("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens", c.MaxLen(), r.Sampling.MaxNewTokens)
 	}
 	cc := r.Condenser
-	if cc.Type == CondenseTokenBudget && cc.MaxTokens <= 0 {
+	if cc.Type == rollout.CondenseTokenBudget && cc.MaxTokens <= 0 {
 		return c.bad("rollout.condenser.max_tokens", "%d: the token_budget condenser needs a budget > 0", cc.MaxTokens)
 	}
 	return c.sizes(size{"rollout.condenser.keep_last_n", cc.KeepLastN, 0, maxCount},
@@ -158,11 +155,16 @@ func (c *Config) validateLoop() error {
 		size{"dist.rollout_ranks", c.Dist.RolloutRanks, 0, maxCount}, size{"train.steps", t.Steps, 0, maxCount},
 		size{"train.eval_every", t.EvalEvery, 0, maxCount}, size{"train.checkpoint_every", t.CheckpointEvery, 0, maxCount},
 		size{"train.keep_checkpoints", t.KeepCheckpoints, 0, maxCount}, size{"train.samples", t.Samples, 0, maxTrajectories},
-		size{"eval.samples", e.Samples, 1, maxTrajectories}, size{"train.epochs", t.Epochs, 0, maxCount},
-		size{"update.epochs", c.Update.Epochs, 0, maxCount}, size{"update.mini_batches", c.Update.MiniBatches, 0, maxTrajectories},
-		size{"update.micro_tokens", c.Update.MicroTokens, 0, maxTokensPerStep}, size{"optim.warmup", c.Optim.Warmup, 0, maxCount},
-		size{"critic.warmup", c.Critic.Warmup, 0, maxCount}, size{"dapo.max_gen_batches", c.DAPO.MaxGenBatches, 0, maxCount},
-		size{"dapo.overlong_len", c.DAPO.OverlongLen, 0, maxTokens}); err != nil {
+		size{"eval.samples", e.Samples, 1, maxTrajectories}, size{"train.epochs", t.Epochs, 0, maxCount}); err != nil {
+		return err
+	}
+	// The trainer's sections are checked by the trainer (grpo.Config.Validate, in Validate); the
+	// program only bounds their sizes, as it does every size.
+	if err := c.sizes(size{"update.epochs", c.Update.Epochs, noLeast, maxCount},
+		size{"update.mini_batches", c.Update.MiniBatches, noLeast, maxTrajectories},
+		size{"update.micro_tokens", c.Update.MicroTokens, noLeast, maxTokensPerStep}, size{"optim.warmup", c.Optim.Warmup, noLeast, maxCount},
+		size{"critic.warmup", c.Critic.Warmup, noLeast, maxCount}, size{"dapo.max_gen_batches", c.DAPO.MaxGenBatches, noLeast, maxCount},
+		size{"dapo.overlong_len", c.DAPO.OverlongLen, noLeast, maxTokens}); err != nil {
 		return err
 	}
 	if _, ok := product(c.Data.ValSize, e.Samples, maxTrajectories); c.Data.Val == "" && !ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
+	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Error is a bad key or value, naming where it was given: "configs/x.yaml:12", "$LR",
@@ -203,14 +206,14 @@ func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 // enums check (and canonicalise) the values of enumerated fields as they are read, so that a bad
 // value is reported with its file and line.
 var enums = map[reflect.Type]func(string) (string, error){
-	reflect.TypeOf(grpo.Estimator("")):     parseAs(grpo.ParseEstimator),
-	reflect.TypeOf(grpo.AggMode("")):       parseAs(grpo.ParseAggMode),
-	reflect.TypeOf(grpo.TurnWeighting("")): parseAs(grpo.ParseTurnWeighting),
-	reflect.TypeOf(grpo.KLKind("")):        parseAs(grpo.ParseKLKind),
-	reflect.TypeOf(grpo.PolicyLoss("")):    parseAs(grpo.ParsePolicyLoss),
-	reflect.TypeOf(grpo.ISMode("")):        parseAs(grpo.ParseISMode),
-	reflect.TypeOf(grpo.Schedule("")):      parseAs(grpo.ParseSchedule),
-	reflect.TypeOf(CondenserType("")):      parseAs(parseCondenser),
+	reflect.TypeOf(algo.Estimator("")):        parseAs(algo.ParseEstimator),
+	reflect.TypeOf(algo.AggMode("")):          parseAs(algo.ParseAggMode),
+	reflect.TypeOf(algo.TurnWeighting("")):    parseAs(algo.ParseTurnWeighting),
+	reflect.TypeOf(algo.KLKind("")):           parseAs(algo.ParseKLKind),
+	reflect.TypeOf(grpo.PolicyLoss("")):       parseAs(grpo.ParsePolicyLoss),
+	reflect.TypeOf(grpo.ISMode("")):           parseAs(grpo.ParseISMode),
+	reflect.TypeOf(algo.Schedule("")):         parseAs(algo.ParseSchedule),
+	reflect.TypeOf(rollout.CondenserType("")): parseAs(rollout.ParseCondenser),
 }
 
 func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, error) {
@@ -221,19 +224,6 @@ func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, err
 		}
 		return string(v), nil
 	}
-}
-
-func parseCondenser(s string) (CondenserType, error) {
-	for _, c := range condenserTypes {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	names := make([]string, len(condenserTypes))
-	for i, c := range condenserTypes {
-		names[i] = string(c)
-	}
-	return "", fmt.Errorf("unknown condenser %q (want %s)", s, strings.Join(names, ", "))
 }
 
 // fieldAt walks a dotted path of YAML keys from the Config struct value root, allocating nil
@@ -263,13 +253,10 @@ func fieldAt(root reflect.Value, path string) (reflect.Value, error) {
 // child is the field of struct v with YAML key name; the error lists the keys there are and the
 // nearest one.
 func child(v reflect.Value, name, parent string) (reflect.Value, error) {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		if tag := yamlName(t.Field(i)); tag != "" && tag == name {
-			return v.Field(i), nil
-		}
+	if f, ok := fieldNamed(v, name); ok {
+		return f, nil
 	}
-	known := tagsOf(t)
+	known := tagsOf(v.Type())
 	where := "at the top level"
 	if parent != "" {
 		where = "under " + parent
@@ -287,8 +274,38 @@ func child(v reflect.Value, name, parent string) (reflect.Value, error) {
 	return reflect.Value{}, fmt.Errorf("%s; keys: %s", msg, strings.Join(known, ", "))
 }
 
+// fieldNamed is the field of struct v with YAML key name, looking into inlined structs.
+func fieldNamed(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if inlined(t.Field(i)) {
+			if f, ok := fieldNamed(v.Field(i), name); ok {
+				return f, true
+			}
+		} else if tag := yamlName(t.Field(i)); tag != "" && tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// inlined reports whether f is a struct whose keys sit beside its siblings (`yaml:",inline"`).
+func inlined(f reflect.StructField) bool {
+	opts := strings.Split(f.Tag.Get("yaml"), ",")
+	return f.IsExported() && f.Type.Kind() == reflect.Struct && slices.Contains(opts[1:], "inline")
+}
+
+// sections are the packages whose structs are sections of the configuration (their fields are
+// keys); a struct of another package (mcp.Config, ...) is one key's value.
+var sections = map[string]bool{
+	reflect.TypeOf(Config{}).PkgPath():                  true,
+	reflect.TypeOf(grpo.Config{}).PkgPath():             true,
+	reflect.TypeOf(algo.AdvConfig{}).PkgPath():          true,
+	reflect.TypeOf(rollout.CondenserConfig{}).PkgPath(): true,
+}
+
 func yamlName(f reflect.StructField) string {
-	if !f.IsExported() {
+	if !f.IsExported() || inlined(f) {
 		return ""
 	}
 	tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
@@ -304,7 +321,9 @@ func yamlName(f reflect.StructField) string {
 func tagsOf(t reflect.Type) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
-		if n := yamlName(t.Field(i)); n != "" {
+		if inlined(t.Field(i)) {
+			out = append(out, tagsOf(t.Field(i).Type)...)
+		} else if n := yamlName(t.Field(i)); n != "" {
 			out = append(out, n)
 		}
 	}
@@ -445,6 +464,10 @@ func Keys() []string {
 	walk = func(t reflect.Type, prefix string) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
+			if inlined(f) {
+				walk(f.Type, prefix)
+				continue
+			}
 			name := yamlName(f)
 			if name == "" {
 				continue
@@ -453,7 +476,7 @@ func Keys() []string {
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
-			if ft.Kind() == reflect.Struct && ft.PkgPath() == reflect.TypeOf(Config{}).PkgPath() {
+			if ft.Kind() == reflect.Struct && sections[ft.PkgPath()] {
 				walk(ft, join(prefix, name))
 				continue
 			}

@@ -22,7 +22,7 @@ func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok 
 	if err != nil {
 		return nil, nil, err
 	}
-	ec.MaxOpenEpisodes, ec.Dist = envs.MaxConcurrent, d
+	ec.Dist = d // the environment's session limit applies within grpo.Evaluate
 	return grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
 }
 

@@ -1,11 +1,8 @@
 package job
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +12,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/report"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -48,23 +46,18 @@ func (j *job) finish() error {
 }
 
 // ExportModel writes m as a model directory at dst: into a temporary directory beside it first,
-// then renamed into place (an existing dst is replaced only then), so dst is always a complete
-// model. dtype "" keeps the model's. Run on the torch thread.
+// then renamed into place (an existing dst is replaced only then; internal/staged), so dst is
+// always a complete model. dtype "" keeps the model's. Run on the torch thread.
 func ExportModel(m *model.Model, dst, dtype string, bars *progress.Bars) error {
-	tmp := filepath.Join(filepath.Dir(dst), fmt.Sprintf(".%s.tmp-%d", filepath.Base(dst), os.Getpid()))
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	if err := m.Export(tmp, model.ExportOptions{DType: dtype, Progress: &progress.Load{Bars: bars}}); err != nil {
-		return err
-	}
-	old := tmp + "-old"
-	if err := os.Rename(dst, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := staged.Begin(dst)
+	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	defer os.RemoveAll(old)
-	if err := os.Rename(tmp, dst); err != nil {
+	defer d.Discard()
+	if err := m.Export(d.Path, model.ExportOptions{DType: dtype, Progress: &progress.Load{Bars: bars}}); err != nil {
+		return err
+	}
+	if err := d.Commit(); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	return nil

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,12 +19,17 @@ import (
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
 // Options say what to train and where to report.
 type Options struct {
 	Config *config.Config
+	// ModelDir and CriticDir are the directories of Config.Model and Config.CriticModel when the
+	// command resolved them elsewhere (a Hugging Face Hub id to its snapshot in the cache); ""
+	// reads the configured paths as directories.
+	ModelDir, CriticDir string
 	// Checkpoint is the checkpoint directory to continue from ("" starts from the beginning).
 	Checkpoint string
 	// Resume reopens a run directory that already holds a run (metrics after the checkpoint's
@@ -93,7 +94,7 @@ func (j *job) open(ctx context.Context) error {
 		}
 		j.st, resumeStep, j.restorePhase = st, st.Step, st.Phase
 	}
-	if err := checkInputs(j.cfg); err != nil {
+	if err := checkInputs(j.cfg, j.modelDir(), j.criticDir()); err != nil {
 		return err
 	}
 	if !j.main() {
@@ -106,7 +107,9 @@ func (j *job) open(ctx context.Context) error {
 		return err
 	}
 	j.log = j.run.Log
-	removeStale(j.cfg.RunDir)
+	if err := staged.Sweep(j.cfg.RunDir); err != nil { // a killed run's half-written model directories
+		return err
+	}
 	fmt.Fprintf(j.out(), "mtgrpo train: run %s\n%s\n", j.cfg.RunDir, j.cfg.Compact())
 	j.log.Info().Str("file", filepath.Join(j.cfg.RunDir, rundir.ConfigFile)).Msg("configuration saved")
 	for _, w := range j.cfg.Warnings() { // keys accepted without effect
@@ -152,26 +155,11 @@ func (j *job) openRest(ctx context.Context) error {
 	return j.openModels()
 }
 
-// removeStale deletes the temporary directories (.base-model.tmp-PID, .model.tmp-PID) that a
-// killed process left in the run directory.
-func removeStale(runDir string) {
-	for _, base := range []string{BaseModelDir, ModelDir} {
-		prefix := filepath.Join(runDir, "."+base+".tmp-")
-		matches, _ := filepath.Glob(prefix + "*")
-		for _, m := range matches {
-			pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m, prefix), "-old"))
-			if err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == syscall.ESRCH {
-				os.RemoveAll(m)
-			}
-		}
-	}
-}
-
 // checkInputs checks that the directories and files the configuration names exist, before the
 // run directory is touched: a mistyped path leaves nothing behind.
-func checkInputs(c *config.Config) error {
+func checkInputs(c *config.Config, modelDir, criticDir string) error {
 	for _, f := range []struct{ key, path, must string }{
-		{"model", c.Model, "config.json"}, {"critic_model", c.CriticModel, "config.json"},
+		{"model", modelDir, "config.json"}, {"critic_model", criticDir, "config.json"},
 		{"data.train", c.Data.Train, ""}, {"data.val", c.Data.Val, ""}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
 	} {
 		if f.path == "" {
@@ -186,6 +174,22 @@ func checkInputs(c *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// modelDir is the directory of the configured policy model ("" for an init: section's).
+func (j *job) modelDir() string {
+	if j.o.ModelDir != "" {
+		return j.o.ModelDir
+	}
+	return j.cfg.Model
+}
+
+// criticDir is the directory of the configured critic model ("": the policy's).
+func (j *job) criticDir() string {
+	if j.o.CriticDir != "" {
+		return j.o.CriticDir
+	}
+	return j.cfg.CriticModel
 }
 
 // logChanges warns about settings that differ from the checkpoint's: the run continues with them.
@@ -264,13 +268,13 @@ func (j *job) openModels() error {
 	if err != nil {
 		return err
 	}
-	if g.Loss.KLCoef > 0 || g.Reward.KLCoef > 0 {
+	if g.NeedsReference() {
 		if j.ref, err = model.Load(j.baseDir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
 			return fmt.Errorf("reference model: %w", err)
 		}
 	}
-	if g.Advantage.Estimator == grpo.EstGAE {
-		cdir := j.cfg.CriticModel
+	if g.NeedsCritic() {
+		cdir := j.criticDir()
 		if cdir == "" {
 			cdir = j.baseDir
 		}
@@ -287,8 +291,8 @@ func (j *job) openModels() error {
 // baseModel is the model training starts from: the configured directory, or the random model of
 // the init: section, written into RUN/base-model the first time.
 func (j *job) baseModel() (string, error) {
-	if j.cfg.Model != "" {
-		return j.cfg.Model, nil
+	if dir := j.modelDir(); dir != "" {
+		return dir, nil
 	}
 	dir := filepath.Join(j.cfg.RunDir, BaseModelDir)
 	if pg := j.o.Dist.ProcessGroup(); pg != nil {
@@ -310,22 +314,16 @@ func (j *job) writeBaseModel(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
 		return dir, nil
 	}
-	tmp := filepath.Join(j.cfg.RunDir, fmt.Sprintf(".%s.tmp-%d", BaseModelDir, os.Getpid()))
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", fmt.Errorf("init: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	params, err := modelinit.Write(tmp, j.cfg.Init.Spec())
+	d, err := staged.Begin(dir)
 	if err != nil {
 		return "", fmt.Errorf("init: %w", err)
 	}
-	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+	defer d.Discard()
+	params, err := modelinit.Write(d.Path, j.cfg.Init.Spec())
+	if err != nil {
+		return "", fmt.Errorf("init: %w", err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := d.Commit(); err != nil {
 		return "", fmt.Errorf("init: %w", err)
 	}
 	j.log.Info().Str("dir", dir).Int64("parameters", params).Str("arch", j.cfg.Init.Arch).Str("preset", j.cfg.Init.Preset).

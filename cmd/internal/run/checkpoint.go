@@ -13,9 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 // Manifest is written last into every checkpoint: the files the trainer wrote, with sizes and
@@ -42,21 +42,19 @@ type Checkpoint struct {
 }
 
 // Checkpoints is a run's checkpoints/ directory. Each checkpoint is written into a temporary
-// directory, every file and directory synced, the manifest written and synced, then renamed to
-// step-NNNNNNNN and the parent synced: a crash at any point leaves either the previous set of
-// checkpoints or the new one, and a temporary directory that Open removes.
+// directory (internal/staged), every file and directory synced, the manifest written and synced,
+// then renamed to step-NNNNNNNN and the parent synced: a crash at any point leaves either the
+// previous set of checkpoints or the new one, and a temporary directory that the next Open (or
+// Save) on this host removes. Another host's temporaries are left alone.
 type Checkpoints struct {
 	dir  string
 	keep int
 }
 
-const (
-	stepPrefix = "step-"
-	tmpPrefix  = ".tmp-"
-)
+const stepPrefix = "step-"
 
-// OpenCheckpoints opens (creating) dir and removes temporary directories left by processes that
-// no longer run. keep is how many checkpoints Save keeps (0: all).
+// OpenCheckpoints opens (creating) dir and removes the temporary directories that processes of
+// this host which no longer run left there. keep is how many checkpoints Save keeps (0: all).
 func OpenCheckpoints(dir string, keep int) (*Checkpoints, error) {
 	if keep < 0 {
 		return nil, fmt.Errorf("run: keep %d checkpoints: must be at least 0", keep)
@@ -64,36 +62,10 @@ func OpenCheckpoints(dir string, keep int) (*Checkpoints, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
+	if err := staged.Sweep(dir); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	for _, e := range ents {
-		if pid, ok := tmpOwner(e.Name()); ok && !processAlive(pid) {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				return nil, fmt.Errorf("run: removing an interrupted checkpoint: %w", err)
-			}
-		}
-	}
 	return &Checkpoints{dir: dir, keep: keep}, nil
-}
-
-// tmpOwner parses ".tmp-<pid>-step-N" names.
-func tmpOwner(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, tmpPrefix)
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-	return pid, err == nil
-}
-
-func processAlive(pid int) bool {
-	if pid == os.Getpid() {
-		return true
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func stepName(step int) string { return fmt.Sprintf("%s%08d", stepPrefix, step) }
@@ -105,52 +77,28 @@ func (c *Checkpoints) Save(step int, write func(dir string) error) (Checkpoint, 
 	if step < 0 {
 		return Checkpoint{}, fmt.Errorf("run: checkpoint step %d: must be at least 0", step)
 	}
-	tmp := filepath.Join(c.dir, fmt.Sprintf("%s%d-%s", tmpPrefix, os.Getpid(), stepName(step)))
-	if err := os.RemoveAll(tmp); err != nil {
-		return Checkpoint{}, fmt.Errorf("run: %w", err)
-	}
-	if err := os.Mkdir(tmp, 0o755); err != nil {
-		return Checkpoint{}, fmt.Errorf("run: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-	}()
-	if err := write(tmp); err != nil {
+	final := filepath.Join(c.dir, stepName(step))
+	d, err := staged.Begin(final)
+	if err != nil {
 		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
 	}
-	m, err := seal(tmp, step)
+	defer d.Discard()
+	if err := write(d.Path); err != nil {
+		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
+	}
+	m, err := seal(d.Path, step)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeFileAtomic(filepath.Join(tmp, ManifestName), b); err != nil {
+	if err := writeFileAtomic(filepath.Join(d.Path, ManifestName), b); err != nil {
 		return Checkpoint{}, err
 	}
-	final := filepath.Join(c.dir, stepName(step))
-	if err := replaceDir(tmp, final); err != nil {
+	// Commit replaces a checkpoint of the same step (saved again after a resume) whole.
+	if err := d.Commit(); err != nil {
 		return Checkpoint{}, fmt.Errorf("run: checkpoint %d: %w", step, err)
 	}
-	done = true
-	if err := syncDir(c.dir); err != nil {
-		return Checkpoint{}, err
-	}
 	return Checkpoint{Step: step, Dir: final}, c.prune()
-}
-
-// replaceDir renames src to dst; an existing dst (the same step saved again after a resume) is
-// moved aside first and removed after, so a crash leaves one of the two complete.
-func replaceDir(src, dst string) error {
-	if _, err := os.Stat(dst); err == nil {
-		old := filepath.Join(filepath.Dir(dst), fmt.Sprintf("%s%d-old-%s", tmpPrefix, os.Getpid(), filepath.Base(dst)))
-		if err := os.Rename(dst, old); err != nil {
-			return err
-		}
-		defer os.RemoveAll(old)
-	}
-	return os.Rename(src, dst)
 }
 
 // seal syncs every file and directory under dir and returns their manifest.
@@ -261,22 +209,11 @@ func (c *Checkpoints) prune() error {
 		return err
 	}
 	for i := 0; i < len(all)-c.keep; i++ {
-		if err := removeDir(all[i].Dir); err != nil {
+		if err := staged.Remove(all[i].Dir); err != nil { // a crash midway leaves a temporary, not a partial step
 			return fmt.Errorf("run: removing old checkpoint: %w", err)
 		}
 	}
 	return nil
-}
-
-// removeDir renames a checkpoint to a temporary name before deleting it, so that a crash midway
-// leaves a temporary directory (removed by the next OpenCheckpoints), never a step-N directory
-// with files missing.
-func removeDir(dir string) error {
-	gone := filepath.Join(filepath.Dir(dir), fmt.Sprintf("%s%d-old-%s", tmpPrefix, os.Getpid(), filepath.Base(dir)))
-	if err := os.Rename(dir, gone); err != nil {
-		return err
-	}
-	return os.RemoveAll(gone)
 }
 
 // IsCheckpoint reports whether dir holds a checkpoint's manifest (a JSON object with a step and a

@@ -155,7 +155,7 @@ func TestCheckpointsSurviveSIGKILL(t *testing.T) {
 		// Kill while it writes: once its first temporary directory shows (the process start,
 		// which loads libtorch, takes a while here), after a random delay.
 		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-			if m, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+strconv.Itoa(cmd.Process.Pid)+"-*")); len(m) > 0 {
+			if m, _ := filepath.Glob(filepath.Join(dir, ".step-*.staged-"+strconv.Itoa(cmd.Process.Pid)+"-*")); len(m) > 0 {
 				break
 			}
 		}
@@ -182,7 +182,7 @@ func TestCheckpointsSurviveSIGKILL(t *testing.T) {
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if strings.HasPrefix(e.Name(), ".") {
 				t.Errorf("temporary %s survived reopening", e.Name())
 			}
 			if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), stepPrefix)); err == nil && Verify(filepath.Join(dir, e.Name()), true) != nil {

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/tboard"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 // File names inside a run directory.
@@ -145,26 +146,10 @@ func writeConfig(path string, cfg any) error {
 // writeFileAtomic writes path through a synced temporary file and a rename, so a reader (or a
 // crash) sees the old content or the new, never a part.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
+	if err := staged.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("run: writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("run: writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("run: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	return syncDir(filepath.Dir(path))
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -65,7 +65,7 @@ func Open(o Options) (*Policy, error) {
 		p.Close()
 		return nil, err
 	}
-	if p.Engine, err = rollout.NewEngine(p.Backend, tok, rollout.Config{Seed: o.Seed}); err != nil {
+	if p.Engine, err = rollout.NewEngine(p.Backend, tok, rollout.EngineConfig{Seed: o.Seed}); err != nil {
 		p.Close()
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func run(m *model.Model, tok *tokenizer.Tokenizer, o options, batch int) (result
 		return result{}, err
 	}
 	defer be.Close()
-	e, err := rollout.NewEngine(be, tok, rollout.Config{Seed: 1})
+	e, err := rollout.NewEngine(be, tok, rollout.EngineConfig{Seed: 1})
 	if err != nil {
 		return result{}, err
 	}

@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 import (
 	"math"
@@ -29,7 +29,7 @@ func TestBiLevelGAERagenExample(t *testing.T) {
 
 	// GAE whitens the advantages over all ten tokens: mean 9.25/10 = 0.925; squared deviations
 	// 2·(0.925² + 0.825² + 0.725² + 0.625² + 0.525²) = 5.45625, Bessel var 5.45625/9 = 0.60625.
-	wa, wr, err := GAE([][]GAETurn{ragenTurns(1)}, c)
+	wa, wr, err := BiLevelGAE([][]GAETurn{ragenTurns(1)}, 1, 1, 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,18 @@ func TestTokenGAEDiscounted(t *testing.T) {
 	adv, ret := tokenGAE(discountTurns(), GAEConfig{Gamma: 0.9, Lambda: 0.5})
 	expectNested(t, "adv", adv, [][]float64{{1.21, -0.2}, {-2}}, 1e-12)
 	expectNested(t, "ret", ret, [][]float64{{2.21, 1.8}, {1}}, 1e-12)
+
+	// GAE whitens the three advantages 1.21, −0.2, −2: mean −0.33, deviations 1.54, 0.13, −1.67,
+	// Bessel var (2.3716 + 0.0169 + 2.7889)/2 = 2.5887; the returns stay as they are.
+	wa, wr, err := GAE([][]GAETurn{discountTurns()}, 0.9, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := math.Sqrt(2.5887 + 1e-8)
+	expectNested(t, "GAE adv", wa[0], [][]float64{{1.54 / s, 0.13 / s}, {-1.67 / s}}, 1e-9)
+	expectNested(t, "GAE ret", wr[0], ret, 0)
+	_, _, err = GAE(nil, 1.5, 1)
+	expectErr(t, "GAE gamma", err, "advantage.gamma", "1.5")
 }
 
 func TestBiLevelGAEDiscounted(t *testing.T) {
@@ -112,17 +124,17 @@ func TestGAETurnWithoutTrainedTokens(t *testing.T) {
 
 func TestWhiten(t *testing.T) {
 	// 1, 2, 3: mean 2, Bessel var (1 + 0 + 1)/2 = 1.
-	got := Whiten([][]float64{{1, 2}, {}, {3}})
+	got := whiten([][]float64{{1, 2}, {}, {3}})
 	s := math.Sqrt(1 + 1e-8)
 	expectNested(t, "whiten", got, [][]float64{{-1 / s, 0}, {}, {1 / s}}, 1e-12)
-	expectNested(t, "one value", Whiten([][]float64{{7}}), [][]float64{{0}}, 0)
+	expectNested(t, "one value", whiten([][]float64{{7}}), [][]float64{{0}}, 0)
 }
 
 func TestGAEErrors(t *testing.T) {
-	_, _, err := GAE([][]GAETurn{{{Values: []float64{1, 2}, TokenRewards: []float64{1}}}}, DefaultGAEConfig())
+	_, _, err := GAEAdvantage([][]GAETurn{{{Values: []float64{1, 2}, TokenRewards: []float64{1}}}}, DefaultGAEConfig())
 	expectErr(t, "token rewards", err, "trajectory 0", "turn 0", "2 values but 1 token rewards")
-	_, _, err = GAE([][]GAETurn{{}, {{Values: []float64{math.NaN()}}}}, DefaultGAEConfig())
+	_, _, err = GAEAdvantage([][]GAETurn{{}, {{Values: []float64{math.NaN()}}}}, DefaultGAEConfig())
 	expectErr(t, "NaN value", err, "trajectory 1", "token 0", "NaN")
-	_, _, err = GAE(nil, GAEConfig{Gamma: 1.5, Lambda: 1, TurnGamma: 1})
+	_, _, err = GAEAdvantage(nil, GAEConfig{Gamma: 1.5, Lambda: 1, TurnGamma: 1})
 	expectErr(t, "gamma", err, "advantage.gamma", "1.5")
 }

@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 // aggSamples: trajectory 0 has turns of 2 and 3 trained tokens, trajectory 1 turns of 0 and 5,
 // trajectory 2 one turn of 4. N = 14 trained tokens; 4 turns with tokens; 3 trajectories of 5, 5
 // and 4 tokens.
-var aggSamples = []Sample{{2, 0}, {3, 0}, {0, 1}, {5, 1}, {4, 2}}
+var aggSamples = []AggSample{{2, 0}, {3, 0}, {0, 1}, {5, 1}, {4, 2}}
 
 func TestWeightsHandWorked(t *testing.T) {
 	cases := []struct {
@@ -27,7 +27,7 @@ func TestWeightsHandWorked(t *testing.T) {
 		{AggConfig{Mode: AggSeqMeanTokenSumNorm, Turns: TrajectoryAsSequence, Norm: 10}, []float64{1. / 30, 1. / 30, 0, 1. / 30, 1. / 30}},
 	}
 	for _, tc := range cases {
-		w, err := Weights(aggSamples, tc.c)
+		w, err := AggWeights(aggSamples, tc.c)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc.c, err)
 		}
@@ -59,7 +59,7 @@ func TestWeightsMatchDefinitions(t *testing.T) {
 		{Mode: AggSeqMeanTokenMean, Turns: TrajectoryAsSequence}:         (1.5/5 + 1.25/5 + 6./4) / 3,
 	}
 	for c, want := range defs {
-		w, err := Weights(aggSamples, c)
+		w, err := AggWeights(aggSamples, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,23 +76,28 @@ func TestWeightsMatchDefinitions(t *testing.T) {
 		if !near(total, want, 1e-12) || !near(first+second, want, 1e-12) {
 			t.Errorf("%+v: Σ w·L = %.12g (split %.12g), want %.12g", c, total, first+second, want)
 		}
+		if got, err := AggLoss(L, []int{0, 0, 1, 1, 2}, c); err != nil || !near(got, want, 1e-12) {
+			t.Errorf("%+v: AggLoss = %.12g (%v), want %.12g", c, got, err, want)
+		}
 	}
+	_, err := AggLoss(L, []int{0}, DefaultAggConfig())
+	expectErr(t, "AggLoss ids", err, "5 samples", "1 trajectory ids")
 }
 
 func TestWeightsEdgesAndErrors(t *testing.T) {
-	w, err := Weights([]Sample{{0, 0}, {0, 1}}, DefaultAggConfig())
+	w, err := AggWeights([]AggSample{{0, 0}, {0, 1}}, DefaultAggConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	expectSlice(t, "no trained tokens", w, []float64{0, 0}, 0)
 
-	_, err = Weights(aggSamples, AggConfig{Mode: "token-sum", Turns: TurnsAsSequences})
+	_, err = AggWeights(aggSamples, AggConfig{Mode: "token-sum", Turns: TurnsAsSequences})
 	expectErr(t, "unknown mode", err, `"token-sum"`, "token-mean")
-	_, err = Weights(aggSamples, AggConfig{Mode: AggSeqMeanTokenSumNorm, Turns: TurnsAsSequences})
+	_, err = AggWeights(aggSamples, AggConfig{Mode: AggSeqMeanTokenSumNorm, Turns: TurnsAsSequences})
 	expectErr(t, "norm constant", err, "loss.agg_norm", "seq-mean-token-sum-norm")
-	_, err = Weights(aggSamples, AggConfig{Mode: AggTokenMean, Turns: "episode"})
+	_, err = AggWeights(aggSamples, AggConfig{Mode: AggTokenMean, Turns: "episode"})
 	expectErr(t, "unknown turn weighting", err, `"episode"`)
-	_, err = Weights([]Sample{{-1, 0}}, DefaultAggConfig())
+	_, err = AggWeights([]AggSample{{-1, 0}}, DefaultAggConfig())
 	expectErr(t, "negative tokens", err, "sample 0", "-1 trained tokens")
 
 	if m, err := ParseAggMode("seq-mean-token-mean"); err != nil || m != AggSeqMeanTokenMean {

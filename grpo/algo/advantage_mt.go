@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 // MT-GRPO turn-level credit assignment (Zeng et al., "Reinforcing Multi-Turn Reasoning in LLM
 // Agents via Turn-Level Credit Assignment", arXiv 2505.11821; reference code
@@ -32,10 +32,10 @@ type MTStats struct {
 }
 
 // MTGRPO computes MT-GRPO advantages per trajectory and turn, [B] → [B][Turns]: R_out, R_turn
-// and R_comb are each group-normalised as GroupNorm does (ε = c.Eps, std division when
+// and R_comb are each group-normalised as GRPOOutcomeAdvantage does (ε = c.Eps, std division when
 // c.NormStd); a trajectory with a tool result gets Â^out + c.TurnCoef·Â^turn on turns
 // 0..ToolTurn and Â^out after, one without gets Â^comb on every turn.
-func MTGRPO(trajs []MTTrajectory, c AdvConfig) ([][]float64, MTStats, error) {
+func MTGRPOAdvantage(trajs []MTTrajectory, c AdvConfig) ([][]float64, MTStats, error) {
 	var st MTStats
 	groups := make([]int, len(trajs))
 	out, turn, comb := make([]float64, len(trajs)), make([]float64, len(trajs)), make([]float64, len(trajs))
@@ -47,13 +47,13 @@ func MTGRPO(trajs []MTTrajectory, c AdvConfig) ([][]float64, MTStats, error) {
 	}
 	var aOut, aTurn, aComb []float64
 	var err error
-	if aOut, st.Outcome, err = GroupNorm(out, groups, c.Eps, c.NormStd); err != nil {
+	if aOut, st.Outcome, err = GRPOOutcomeAdvantage(out, groups, c.Eps, c.NormStd); err != nil {
 		return nil, st, fmt.Errorf("%w (R_out)", err)
 	}
-	if aTurn, st.Turn, err = GroupNorm(turn, groups, c.Eps, c.NormStd); err != nil {
+	if aTurn, st.Turn, err = GRPOOutcomeAdvantage(turn, groups, c.Eps, c.NormStd); err != nil {
 		return nil, st, fmt.Errorf("%w (R_turn)", err)
 	}
-	if aComb, st.Combined, err = GroupNorm(comb, groups, c.Eps, c.NormStd); err != nil {
+	if aComb, st.Combined, err = GRPOOutcomeAdvantage(comb, groups, c.Eps, c.NormStd); err != nil {
 		return nil, st, fmt.Errorf("%w (R_comb)", err)
 	}
 	adv := make([][]float64, len(trajs))

@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 // GAE and RAGEN's bi-level GAE for PPO with a critic, per trajectory over its turns' trained
 // tokens, in plain Go. References: Schulman et al., "High-Dimensional Continuous Control Using
@@ -6,28 +6,26 @@ package grpo
 // compute_gae_advantage_return (masked tokens skipped, advantages whitened); RAGEN
 // ragen/trainer/core_algos.py compute_bi_level_gae_advantage_return.
 //
-// Deviations from the references, on purpose:
-//   - Turn ends are explicit (the last trained token of each turn). RAGEN finds them as the
-//     tokens with a non-zero reward, so a turn whose reward is 0 silently merges into the next.
-//   - A turn with no trained tokens (a masked truncated turn, an untrained summary) is no step of
-//     either chain: its reward is added to the previous turn that has trained tokens (as if it
-//     had arrived at that turn's end), or dropped when there is none. verl drops rewards that sit
-//     on masked tokens.
+// Deviations from the references, on purpose: D4 (explicit turn ends) and D5 (turns without
+// trained tokens), stated in doc.go.
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 )
 
 // GAEConfig configures gae.
 type GAEConfig struct {
 	// Gamma and Lambda are the token-level discount and GAE λ (verl's algorithm.gamma, lam).
-	Gamma, Lambda float64
+	Gamma  float64 `yaml:"gamma"`
+	Lambda float64 `yaml:"lambda"`
 	// BiLevel runs RAGEN's bi-level GAE: over turns with TurnGamma first, then over the tokens
 	// inside each turn.
-	BiLevel bool
+	BiLevel bool `yaml:"bi_level"`
 	// TurnGamma is the turn-level discount γ_hi of bi-level GAE (RAGEN's high_level_gamma).
-	TurnGamma float64
+	TurnGamma float64 `yaml:"turn_gamma"`
 }
 
 // DefaultGAEConfig is γ = λ = 1 (verl), γ_hi = 0.95 (RAGEN), bi-level off.
@@ -40,7 +38,7 @@ func (c GAEConfig) Validate() error {
 		v   float64
 	}{{"advantage.gamma", c.Gamma}, {"advantage.lambda", c.Lambda}, {"advantage.turn_gamma", c.TurnGamma}} {
 		if !(f.v >= 0 && f.v <= 1) {
-			return badKey(f.key, "%v, want a value in [0, 1]", f.v)
+			return enum.BadKey(f.key, "%v, want a value in [0, 1]", f.v)
 		}
 	}
 	return nil
@@ -57,18 +55,39 @@ type GAETurn struct {
 	TokenRewards []float64
 }
 
-// GAE computes per-token advantages and returns for a batch of trajectories, [B][turns][tokens]
-// of values → advantages and returns of the same shape. Plain GAE runs one chain over all trained
-// tokens of a trajectory in order (δ_p = r_p + γ·V_{p+1} − V_p, A_p = δ_p + γλ·A_{p+1}, V after the
-// last token 0), with each turn's reward on its last token. Bi-level GAE (c.BiLevel) runs the
-// turn-level chain over turn ends e_k first, δ_k = r_k + γ_hi·V(e_{k+1}) − V(e_k),
-// Â_k = δ_k + γ_hi·λ·Â_{k+1}, then a token-level chain inside each turn that restarts at e_k with
-// reward Â_k + V(e_k) and next value 0. Returns are A + V; the advantages are then whitened over
-// every trained token of the batch (Whiten), the returns are not.
-func GAE(trajs [][]GAETurn, c GAEConfig) (adv, ret [][][]float64, err error) {
+// GAEAdvantage runs GAE, or BiLevelGAE when c.BiLevel, with c's discounts: the estimator gae.
+func GAEAdvantage(trajs [][]GAETurn, c GAEConfig) (adv, ret [][][]float64, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, err
 	}
+	chain := tokenGAE
+	if c.BiLevel {
+		chain = biLevelGAE
+	}
+	return runGAE(trajs, c, chain)
+}
+
+// GAE computes per-token advantages and returns for a batch of trajectories, [B][turns][tokens]
+// of values → advantages and returns of the same shape: one chain over all trained tokens of a
+// trajectory in order, δ_p = r_p + γ·V_{p+1} − V_p, A_p = δ_p + γλ·A_{p+1}, V after the last token
+// 0, with each turn's reward on its last trained token. Returns are A + V; the advantages are then
+// whitened over every trained token of the batch, the returns are not.
+// Reference: verl compute_gae_advantage_return.
+func GAE(trajs [][]GAETurn, gamma, lambda float64) (adv, ret [][][]float64, err error) {
+	return GAEAdvantage(trajs, GAEConfig{Gamma: gamma, Lambda: lambda, TurnGamma: 1})
+}
+
+// BiLevelGAE is RAGEN's bi-level GAE, shapes as GAE's: a turn-level chain over the turn ends e_k
+// first, δ_k = r_k + γ_hi·V(e_{k+1}) − V(e_k), Â_k = δ_k + γ_hi·λ·Â_{k+1}, then a token-level
+// chain inside each turn that restarts at e_k with reward Â_k + V(e_k) and next value 0 (γ, λ).
+// Returns are A + V; the advantages are whitened over every trained token of the batch.
+// Reference: RAGEN compute_bi_level_gae_advantage_return.
+func BiLevelGAE(trajs [][]GAETurn, gamma, lambda, turnGamma float64) (adv, ret [][][]float64, err error) {
+	return GAEAdvantage(trajs, GAEConfig{Gamma: gamma, Lambda: lambda, TurnGamma: turnGamma, BiLevel: true})
+}
+
+// runGAE applies chain to every trajectory and whitens the advantages over the batch.
+func runGAE(trajs [][]GAETurn, c GAEConfig, chain func([]GAETurn, GAEConfig) (adv, ret [][]float64)) (adv, ret [][][]float64, err error) {
 	adv = make([][][]float64, len(trajs))
 	ret = make([][][]float64, len(trajs))
 	var all [][]float64
@@ -76,14 +95,10 @@ func GAE(trajs [][]GAETurn, c GAEConfig) (adv, ret [][][]float64, err error) {
 		if err := checkGAETurns(tr); err != nil {
 			return nil, nil, fmt.Errorf("grpo: GAE trajectory %d: %w", i, err)
 		}
-		if c.BiLevel {
-			adv[i], ret[i] = biLevelGAE(tr, c)
-		} else {
-			adv[i], ret[i] = tokenGAE(tr, c)
-		}
+		adv[i], ret[i] = chain(tr, c)
 		all = append(all, adv[i]...)
 	}
-	white := Whiten(all)
+	white := whiten(all)
 	k := 0
 	for i := range adv {
 		for t := range adv[i] {
@@ -203,10 +218,10 @@ func shaped(tr []GAETurn) [][]float64 {
 	return out
 }
 
-// Whiten returns (x − m)/sqrt(v + 1e-8) over every element of x (a list of segments, e.g. the
+// whiten returns (x − m)/sqrt(v + 1e-8) over every element of x (a list of segments, e.g. the
 // turns of a batch), m the mean and v the Bessel variance. Fewer than two elements in all give
 // zeros (verl raises). Reference: verl verl/utils/torch_functional.py masked_whiten.
-func Whiten(x [][]float64) [][]float64 {
+func whiten(x [][]float64) [][]float64 {
 	var flat, w []float64
 	for _, s := range x {
 		for _, v := range s {

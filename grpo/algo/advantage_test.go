@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 import (
 	"math"
@@ -16,11 +16,11 @@ var (
 	advGroups = []int{7, 7, 3, 7, 5, 3, 7, 1, 3, 1, 1}
 )
 
-func TestGroupNormHandWorked(t *testing.T) {
+func TestGRPOOutcomeAdvantageHandWorked(t *testing.T) {
 	// ε = 0: group 7 gives ±0.5·√3 = ±0.8660254037844386; group 3 gives {−3, −1, 4}/√13.
 	r13 := math.Sqrt(13)
 	h := math.Sqrt(3) / 2
-	adv, st, err := GroupNorm(advScores, advGroups, 0, true)
+	adv, st, err := GRPOOutcomeAdvantage(advScores, advGroups, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestGroupNormHandWorked(t *testing.T) {
 	}
 
 	// ε = 1e-6 as in verl: 0.5/(1/√3 + 1e-6).
-	adv, _, _ = GroupNorm(advScores, advGroups, 1e-6, true)
+	adv, _, _ = GRPOOutcomeAdvantage(advScores, advGroups, 1e-6, true)
 	if w := 0.5 / (1/math.Sqrt(3) + 1e-6); !near(adv[0], w, 1e-12) {
 		t.Errorf("ε = 1e-6: adv[0] = %.12g, want %.12g", adv[0], w)
 	}
@@ -51,7 +51,7 @@ func TestGroupNormHandWorked(t *testing.T) {
 
 func TestDrGRPOAndRLOO(t *testing.T) {
 	// Dr.GRPO: s − μ. Group 7: ±0.5; group 3: −3, −1, 4.
-	adv, _, err := Outcome(AdvConfig{Estimator: EstDrGRPO, Eps: 1e-6, NormStd: true}, advScores, advGroups, nil)
+	adv, _, err := OutcomeAdvantage(AdvConfig{Estimator: EstDrGRPO, Eps: 1e-6, NormStd: true}, advScores, advGroups, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +59,19 @@ func TestDrGRPOAndRLOO(t *testing.T) {
 
 	// RLOO: s_i − mean of the others = n/(n−1)·(s − μ). Group 7 (n = 4): 1 − mean(0, 0, 1) = 2/3;
 	// group 3 (n = 3): 2 − mean(4, 9) = −4.5, 4 − 5.5 = −1.5, 9 − 3 = 6.
-	adv, _, err = LeaveOneOut(advScores, advGroups)
+	adv, _, err = RLOOAdvantage(advScores, advGroups)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expectSlice(t, "RLOO", adv, []float64{2. / 3, -2. / 3, -4.5, -2. / 3, 0, -1.5, 2. / 3, 0, 6, 0, 0}, 1e-12)
 }
 
-func TestCenterWhiten(t *testing.T) {
+func TestReinforcePlusPlusBaselineAdvantage(t *testing.T) {
 	// Group 0: scores 1, 0 → a = 0.5, −0.5; group 1: 3, 3 → 0, 0. Token counts 1, 3, 2, 2 (N = 8):
 	// token-weighted mean m = (0.5·1 − 0.5·3)/8 = −0.125; squared deviations weighted:
 	// 1·0.625² + 3·0.375² + 4·0.125² = 0.390625 + 0.421875 + 0.0625 = 0.875; var = 0.875/7 = 0.125.
 	// A = (a + 0.125)/√0.125.
-	adv, st, err := CenterWhiten([]float64{1, 0, 3, 3}, []int{0, 0, 1, 1}, []int{1, 3, 2, 2})
+	adv, st, err := ReinforcePlusPlusBaselineAdvantage([]float64{1, 0, 3, 3}, []int{0, 0, 1, 1}, []int{1, 3, 2, 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,37 +81,37 @@ func TestCenterWhiten(t *testing.T) {
 		t.Errorf("ZeroStd = %d, want 1", st.ZeroStd)
 	}
 	// Without token counts each trajectory weighs 1: a = 0.5, −0.5, 0, 0; m = 0; var = 0.5/3.
-	adv, _, _ = CenterWhiten([]float64{1, 0, 3, 3}, []int{0, 0, 1, 1}, nil)
+	adv, _, _ = ReinforcePlusPlusBaselineAdvantage([]float64{1, 0, 3, 3}, []int{0, 0, 1, 1}, nil)
 	s = math.Sqrt(0.5 / 3)
 	expectSlice(t, "unweighted", adv, []float64{0.5 / s, -0.5 / s, 0, 0}, 1e-6)
 	// One trajectory: nothing to whiten against.
-	adv, _, _ = CenterWhiten([]float64{4}, []int{0}, nil)
+	adv, _, _ = ReinforcePlusPlusBaselineAdvantage([]float64{4}, []int{0}, nil)
 	expectSlice(t, "single", adv, []float64{0}, 0)
 }
 
 func TestOutcomeDispatchAndErrors(t *testing.T) {
 	c := DefaultAdvConfig()
-	grpo, _, err := Outcome(c, advScores, advGroups, nil)
+	grpo, _, err := OutcomeAdvantage(c, advScores, advGroups, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, _, _ := GroupNorm(advScores, advGroups, 1e-6, true)
+	direct, _, _ := GRPOOutcomeAdvantage(advScores, advGroups, 1e-6, true)
 	expectSlice(t, "grpo", grpo, direct, 0)
 	c.Estimator = EstMultiTurnGRPO
-	multi, _, _ := Outcome(c, advScores, advGroups, nil)
+	multi, _, _ := OutcomeAdvantage(c, advScores, advGroups, nil)
 	expectSlice(t, "grpo_multiturn", multi, direct, 0)
 
 	for _, e := range []Estimator{EstMTGRPO, EstGAE} {
 		c.Estimator = e
-		_, _, err := Outcome(c, advScores, advGroups, nil)
+		_, _, err := OutcomeAdvantage(c, advScores, advGroups, nil)
 		expectErr(t, string(e), err, string(e))
 	}
 	c.Estimator = "ppo"
-	_, _, err = Outcome(c, advScores, advGroups, nil)
+	_, _, err = OutcomeAdvantage(c, advScores, advGroups, nil)
 	expectErr(t, "unknown estimator", err, `"ppo"`)
-	_, _, err = GroupNorm([]float64{1, math.NaN()}, []int{0, 0}, 1e-6, true)
+	_, _, err = GRPOOutcomeAdvantage([]float64{1, math.NaN()}, []int{0, 0}, 1e-6, true)
 	expectErr(t, "NaN score", err, "trajectory 1", "NaN")
-	_, _, err = GroupNorm([]float64{1, 2}, []int{0}, 1e-6, true)
+	_, _, err = GRPOOutcomeAdvantage([]float64{1, 2}, []int{0}, 1e-6, true)
 	expectErr(t, "length mismatch", err, "2 scores", "1 group")
 }
 
@@ -128,16 +128,6 @@ func TestParseEstimator(t *testing.T) {
 	}
 	_, err := ParseEstimator("reinforce++")
 	expectErr(t, "unknown", err, `"reinforce++"`, "grpo, drgrpo")
-}
-
-func TestPerTurn(t *testing.T) {
-	got, err := PerTurn([]float64{0.5, -1, 2}, []int{3, 0, 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expectNested(t, "PerTurn", got, [][]float64{{0.5, 0.5, 0.5}, {}, {2}}, 0)
-	_, err = PerTurn([]float64{1}, []int{-1})
-	expectErr(t, "negative turns", err, "trajectory 0", "-1 turns")
 }
 
 func TestMTGRPO(t *testing.T) {
@@ -157,7 +147,7 @@ func TestMTGRPO(t *testing.T) {
 		{Group: 4, Outcome: 0, Turn: 0, Turns: 1, ToolTurn: -1},
 	}
 	c := AdvConfig{Estimator: EstMTGRPO, NormStd: true, TurnCoef: 1}
-	adv, st, err := MTGRPO(trajs, c)
+	adv, st, err := MTGRPOAdvantage(trajs, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,17 +159,17 @@ func TestMTGRPO(t *testing.T) {
 	// c = 0.5 changes only the turns up to the tool turn: T1 turns 0, 1: 2/√3 + 0.5/√3 = 2.5/√3;
 	// T2 turn 0: −1/√3 + 0.5/√3 = −0.5/√3.
 	c.TurnCoef = 0.5
-	adv, _, _ = MTGRPO(trajs, c)
+	adv, _, _ = MTGRPOAdvantage(trajs, c)
 	expectNested(t, "MT-GRPO c=0.5", adv, [][]float64{{2.5 / r3, 2.5 / r3, 2 / r3}, {-0.5 / r3, -1 / r3}, {-1}}, 1e-12)
 
 	// No trajectory has a tool result: every turn gets Â^comb.
 	for i := range trajs {
 		trajs[i].ToolTurn = -1
 	}
-	adv, _, _ = MTGRPO(trajs, c)
+	adv, _, _ = MTGRPOAdvantage(trajs, c)
 	expectNested(t, "MT-GRPO no tool", adv, [][]float64{{1, 1, 1}, {0, 0}, {-1}}, 1e-12)
 
 	trajs[2].ToolTurn = 1
-	_, _, err = MTGRPO(trajs, c)
+	_, _, err = MTGRPOAdvantage(trajs, c)
 	expectErr(t, "tool turn out of range", err, "trajectory 2", "tool turn 1 of 1 turns")
 }

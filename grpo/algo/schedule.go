@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 // Loss aggregation as per-token weights computed on the host. Every mode of verl's agg_loss
 // becomes a weight w per trained token such that the mini-batch loss is Σ w·L over all of its
@@ -7,13 +7,14 @@ package grpo
 // exactly; verl needs dp_size, global_batch_size and batch_num_tokens for the same effect.
 // Reference: verl core_algos.py agg_loss.
 //
-// Deviation: seq-mean-token-sum-norm divides by the number of sequences as well as by the
-// constant, as Dr.GRPO (arXiv 2503.20783, eq. 3) and TRL's dr_grpo do; verl's agg_loss sums the
-// sequences of a micro-batch and divides by the constant only, then scales by 1/micro-batches.
+// Deviation, on purpose: D6 (seq-mean-token-sum-norm also divides by the sequences), stated in
+// doc.go.
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 )
 
 // AggMode names a loss aggregation, spelled as verl's loss_agg_mode.
@@ -35,7 +36,7 @@ var aggModes = []AggMode{AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, 
 
 // ParseAggMode reads a loss_agg_mode; unknown modes are an error naming the value.
 func ParseAggMode(s string) (AggMode, error) {
-	return parseEnum("loss aggregation mode", s, aggModes, nil)
+	return enum.Parse("loss aggregation mode", s, aggModes, nil)
 }
 
 // TurnWeighting says what a "sequence" of the seq-mean modes is when a trajectory's turns are
@@ -57,19 +58,19 @@ var turnWeightings = []TurnWeighting{TurnsAsSequences, TrajectoryAsSequence}
 
 // ParseTurnWeighting reads a turn weighting; unknown values are an error naming the value.
 func ParseTurnWeighting(s string) (TurnWeighting, error) {
-	return parseEnum("turn weighting", s, turnWeightings, nil)
+	return enum.Parse("turn weighting", s, turnWeightings, nil)
 }
 
 // AggConfig configures loss aggregation. token-mean ignores Turns: every token weighs the same
 // whichever turn it is in.
 type AggConfig struct {
 	// Mode is the aggregation (token-mean, verl's default).
-	Mode AggMode
+	Mode AggMode `yaml:"agg"`
 	// Turns says what a sequence is for the seq-mean modes (turn).
-	Turns TurnWeighting
+	Turns TurnWeighting `yaml:"agg_turns"`
 	// Norm is seq-mean-token-sum-norm's constant (Dr.GRPO: the maximum response length; verl's
 	// loss_scale_factor). Required, > 0, for that mode; unused otherwise.
-	Norm float64
+	Norm float64 `yaml:"agg_norm"`
 }
 
 // DefaultAggConfig is token-mean with turns as sequences.
@@ -77,27 +78,27 @@ func DefaultAggConfig() AggConfig { return AggConfig{Mode: AggTokenMean, Turns: 
 
 // Validate names the first bad field.
 func (c AggConfig) Validate() error {
-	if err := checkKey("loss.agg", c.Mode, aggModes); err != nil {
+	if err := enum.CheckKey("loss.agg", c.Mode, aggModes); err != nil {
 		return err
 	}
-	if err := checkKey("loss.agg_turns", c.Turns, turnWeightings); err != nil {
+	if err := enum.CheckKey("loss.agg_turns", c.Turns, turnWeightings); err != nil {
 		return err
 	}
 	if c.Mode == AggSeqMeanTokenSumNorm && !(c.Norm > 0 && !math.IsInf(c.Norm, 1)) {
-		return badKey("loss.agg_norm", "%v, want a finite value > 0 for %s", c.Norm, c.Mode)
+		return enum.BadKey("loss.agg_norm", "%v, want a finite value > 0 for %s", c.Norm, c.Mode)
 	}
 	return nil
 }
 
-// Sample is what aggregation needs of one training sample (one turn).
-type Sample struct {
+// AggSample is what aggregation needs of one training sample (one turn).
+type AggSample struct {
 	// Tokens is the number of trained (loss-mask 1) tokens of the sample.
 	Tokens int
 	// Traj identifies the sample's trajectory: samples with the same Traj are its turns.
 	Traj int
 }
 
-// Weights returns, for the samples of one mini-batch [S], the weight [S] that each trained token
+// AggWeights returns, for the samples of one mini-batch [S], the weight [S] that each trained token
 // of each sample gets, so that the mini-batch loss is Σ_s w_s·Σ_t m·L. With N trained tokens in
 // all, K sequences with at least one trained token (turns or trajectories, c.Turns) and n_k the
 // trained tokens of sequence k:
@@ -109,7 +110,7 @@ type Sample struct {
 //
 // Samples without trained tokens get 0 and are not counted as sequences (verl excludes fully
 // masked sequences); a mini-batch without trained tokens gets all zeros.
-func Weights(samples []Sample, c AggConfig) ([]float64, error) {
+func AggWeights(samples []AggSample, c AggConfig) ([]float64, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -151,4 +152,29 @@ func Weights(samples []Sample, c AggConfig) ([]float64, error) {
 		}
 	}
 	return w, nil
+}
+
+// AggLoss is verl's agg_loss on the host: losses[s] are the per-token losses L of sample s's
+// trained tokens ([S][n_s], so n_s is the sample's trained-token count) and traj[s] its
+// trajectory ([S]); the result is Σ_s w_s·Σ_t L with w from AggWeights. The trainer applies the
+// same weights to tensors (grpo.Loss); this form states the reduction for one mini-batch.
+func AggLoss(losses [][]float64, traj []int, c AggConfig) (float64, error) {
+	if len(traj) != len(losses) {
+		return 0, fmt.Errorf("grpo: AggLoss: %d samples but %d trajectory ids", len(losses), len(traj))
+	}
+	in := make([]AggSample, len(losses))
+	for s, l := range losses {
+		in[s] = AggSample{Tokens: len(l), Traj: traj[s]}
+	}
+	w, err := AggWeights(in, c)
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for s, l := range losses {
+		for _, v := range l {
+			total += w[s] * v
+		}
+	}
+	return total, nil
 }

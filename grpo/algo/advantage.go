@@ -1,4 +1,4 @@
-package grpo
+package algo
 
 // Outcome advantages: one scalar per trajectory from its score and its group (the copies of one
 // task), in plain Go. References: verl verl/trainer/ppo/core_algos.py
@@ -6,16 +6,14 @@ package grpo
 // compute_reinforce_plus_plus_baseline_outcome_advantage); DeepSeekMath (arXiv 2402.03300) for
 // GRPO, Dr.GRPO (arXiv 2503.20783), RLOO (arXiv 2402.14740), REINFORCE++ (arXiv 2501.03262).
 //
-// Deviations from verl, on purpose:
-//   - A singleton group gets advantage 0 under every estimator. verl gives it its raw score (mean 0,
-//     std 1): a lone sample has no baseline, and its raw score would push every token of a
-//     successful answer up with nothing to compare against.
-//   - A group whose scores are all exactly equal gets exactly 0, not (s−μ)/ε: the float mean of
-//     equal scores can differ from them in the last bit (0.1·3/3), which verl turns into ±1e-11.
+// Deviations from verl, on purpose: D1 (singletons get 0) and D2 (equal scores give exactly 0),
+// stated in doc.go.
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
 )
 
 // Estimator names an advantage estimator, spelled as in verl's algorithm.adv_estimator where verl
@@ -38,9 +36,10 @@ const (
 	// (condensed contexts: each turn is its own sample). The advantage is EstGRPO's; what differs
 	// is the reward (1/max_t|c_t|) and AggConfig.Turns, which say how turns are weighed.
 	EstMultiTurnGRPO Estimator = "grpo_multiturn"
-	// EstMTGRPO: MT-GRPO turn-level credit (arXiv 2505.11821), see MTGRPO.
+	// EstMTGRPO: MT-GRPO turn-level credit (arXiv 2505.11821), see MTGRPOAdvantage.
 	EstMTGRPO Estimator = "mt_grpo"
-	// EstGAE: PPO's GAE from a critic's values; GAEConfig.BiLevel selects RAGEN's bi-level GAE.
+	// EstGAE: PPO's GAE from a critic's values (GAE); GAEConfig.BiLevel selects RAGEN's bi-level
+	// GAE (BiLevelGAE).
 	EstGAE Estimator = "gae"
 )
 
@@ -48,10 +47,10 @@ var estimators = []Estimator{EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline
 
 // ParseEstimator reads an estimator name; unknown names are an error naming the value.
 func ParseEstimator(s string) (Estimator, error) {
-	return parseEnum("advantage estimator", s, estimators, map[string]Estimator{"dr_grpo": EstDrGRPO})
+	return enum.Parse("advantage estimator", s, estimators, map[string]Estimator{"dr_grpo": EstDrGRPO})
 }
 
-// Outcome reports whether e is computed from trajectory scores alone (by Outcome).
+// Outcome reports whether e is computed from trajectory scores alone (by OutcomeAdvantage).
 func (e Estimator) Outcome() bool {
 	switch e {
 	case EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline, EstMultiTurnGRPO:
@@ -63,15 +62,15 @@ func (e Estimator) Outcome() bool {
 // AdvConfig configures the advantage estimator.
 type AdvConfig struct {
 	// Estimator is the estimator (grpo).
-	Estimator Estimator
+	Estimator Estimator `yaml:"estimator"`
 	// Eps is ε in (s−μ)/(σ+ε): verl 1e-6 (the default), TRL 1e-4.
-	Eps float64
+	Eps float64 `yaml:"eps"`
 	// NormStd divides by the group std (grpo, grpo_multiturn, mt_grpo; default on). Off is Dr.GRPO.
-	NormStd bool
+	NormStd bool `yaml:"norm_std"`
 	// TurnCoef is MT-GRPO's c_turn, the weight of the turn advantage (default 1).
-	TurnCoef float64
-	// GAE configures gae.
-	GAE GAEConfig
+	TurnCoef float64 `yaml:"turn_coef"`
+	// GAE configures gae; its keys (gamma, lambda, bi_level, turn_gamma) sit beside the others.
+	GAE GAEConfig `yaml:",inline"`
 }
 
 // DefaultAdvConfig is verl's defaults: grpo, ε = 1e-6, std normalisation on; c_turn = 1 as in
@@ -82,14 +81,14 @@ func DefaultAdvConfig() AdvConfig {
 
 // Validate names the first bad field.
 func (c AdvConfig) Validate() error {
-	if err := checkKey("advantage.estimator", c.Estimator, estimators); err != nil {
+	if err := enum.CheckKey("advantage.estimator", c.Estimator, estimators); err != nil {
 		return err
 	}
 	if !(c.Eps >= 0) || math.IsInf(c.Eps, 1) {
-		return badKey("advantage.eps", "%v, want a finite value ≥ 0", c.Eps)
+		return enum.BadKey("advantage.eps", "%v, want a finite value ≥ 0", c.Eps)
 	}
 	if math.IsNaN(c.TurnCoef) || math.IsInf(c.TurnCoef, 0) {
-		return badKey("advantage.turn_coef", "%v, want a finite value", c.TurnCoef)
+		return enum.BadKey("advantage.turn_coef", "%v, want a finite value", c.TurnCoef)
 	}
 	if c.Estimator == EstGAE {
 		return c.GAE.Validate()
@@ -207,13 +206,13 @@ func groupAdvantages(scores []float64, groups []int, f func(s, mean, std float64
 	return adv, st, nil
 }
 
-// GroupNorm is GRPO's outcome advantage, scores [B] and group ids [B] → advantages [B]:
+// GRPOOutcomeAdvantage is GRPO's outcome advantage, scores [B] and group ids [B] → advantages [B]:
 // A_i = (s_i − μ_g)/(σ_g + eps) with σ the Bessel std of the group, or A_i = s_i − μ_g when
 // normStd is off (Dr.GRPO). Singletons and equal-score groups get 0.
 // Reference: verl compute_grpo_outcome_advantage; DeepSeekMath eq. (3); Dr.GRPO §3.
-func GroupNorm(scores []float64, groups []int, eps float64, normStd bool) ([]float64, GroupStats, error) {
+func GRPOOutcomeAdvantage(scores []float64, groups []int, eps float64, normStd bool) ([]float64, GroupStats, error) {
 	if !(eps >= 0) {
-		return nil, GroupStats{}, fmt.Errorf("grpo: GroupNorm eps = %v, want ≥ 0", eps)
+		return nil, GroupStats{}, fmt.Errorf("grpo: GRPOOutcomeAdvantage eps = %v, want ≥ 0", eps)
 	}
 	return groupAdvantages(scores, groups, func(s, mean, std float64, _ int) float64 {
 		if normStd {
@@ -223,23 +222,23 @@ func GroupNorm(scores []float64, groups []int, eps float64, normStd bool) ([]flo
 	})
 }
 
-// LeaveOneOut is RLOO's advantage, scores [B], group ids [B] → advantages [B]:
+// RLOOAdvantage is RLOO's advantage, scores [B], group ids [B] → advantages [B]:
 // A_i = s_i − mean_{j≠i} s_j = n/(n−1)·(s_i − μ_g). Singletons and equal-score groups get 0.
 // Reference: verl compute_rloo_outcome_advantage; Ahmadian et al. (arXiv 2402.14740) eq. (9).
-func LeaveOneOut(scores []float64, groups []int) ([]float64, GroupStats, error) {
+func RLOOAdvantage(scores []float64, groups []int) ([]float64, GroupStats, error) {
 	return groupAdvantages(scores, groups, func(s, mean, _ float64, n int) float64 {
 		return float64(n) / float64(n-1) * (s - mean)
 	})
 }
 
-// CenterWhiten is REINFORCE++-baseline's advantage, scores [B], group ids [B], trained tokens per
+// ReinforcePlusPlusBaselineAdvantage is REINFORCE++-baseline's advantage, scores [B], group ids [B], trained tokens per
 // trajectory [B] (nil: every trajectory weighs 1) → advantages [B]: a_i = s_i − μ_g (0 for
 // singletons), then whitened over the batch's tokens: A_i = (a_i − m)/sqrt(v + 1e-8) with m and v
 // the token-weighted mean and Bessel variance (verl whitens the token-level tensor, so a
 // trajectory weighs its token count). Fewer than two tokens in all: zeros.
 // Reference: verl compute_reinforce_plus_plus_baseline_outcome_advantage, verl_F.masked_whiten.
-func CenterWhiten(scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
-	a, st, err := GroupNorm(scores, groups, 0, false)
+func ReinforcePlusPlusBaselineAdvantage(scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
+	a, st, err := GRPOOutcomeAdvantage(scores, groups, 0, false)
 	if err != nil {
 		return nil, st, err
 	}
@@ -285,43 +284,24 @@ func whitenWeighted(x, w []float64) []float64 {
 	return out
 }
 
-// Outcome computes the outcome advantage of c.Estimator (grpo, drgrpo, grpo_multiturn, rloo,
-// reinforce_plus_plus_baseline) for scores [B] with group ids [B]; tokens [B] are the trained
+// OutcomeAdvantage computes the outcome advantage of c.Estimator (grpo, drgrpo, grpo_multiturn,
+// rloo, reinforce_plus_plus_baseline) for scores [B] with group ids [B]; tokens [B] are the trained
 // tokens per trajectory, read only by reinforce_plus_plus_baseline (nil: one each). mt_grpo and gae
-// need more than scores: use MTGRPO, or GAE (GAEConfig.BiLevel for the bi-level form).
-func Outcome(c AdvConfig, scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
+// need more than scores: use MTGRPOAdvantage, or GAEAdvantage. verl picks the function by name
+// (get_adv_estimator_fn); this is that switch for the outcome estimators.
+func OutcomeAdvantage(c AdvConfig, scores []float64, groups []int, tokens []int) ([]float64, GroupStats, error) {
 	if err := c.Validate(); err != nil {
 		return nil, GroupStats{}, err
 	}
 	switch c.Estimator {
 	case EstGRPO, EstMultiTurnGRPO:
-		return GroupNorm(scores, groups, c.Eps, c.NormStd)
+		return GRPOOutcomeAdvantage(scores, groups, c.Eps, c.NormStd)
 	case EstDrGRPO:
-		return GroupNorm(scores, groups, c.Eps, false)
+		return GRPOOutcomeAdvantage(scores, groups, c.Eps, false)
 	case EstRLOO:
-		return LeaveOneOut(scores, groups)
+		return RLOOAdvantage(scores, groups)
 	case EstReinforcePPBaseline:
-		return CenterWhiten(scores, groups, tokens)
+		return ReinforcePlusPlusBaselineAdvantage(scores, groups, tokens)
 	}
-	return nil, GroupStats{}, fmt.Errorf("grpo: estimator %q needs more than trajectory scores (see MTGRPO, GAE)", c.Estimator)
-}
-
-// PerTurn broadcasts one advantage per trajectory [B] to each of its turns: turns[i] is the number
-// of samples (turns) of trajectory i; the result is [B][turns[i]]. Multi-turn GRPO with condensed
-// contexts trains every turn with its trajectory's advantage.
-func PerTurn(adv []float64, turns []int) ([][]float64, error) {
-	if len(adv) != len(turns) {
-		return nil, fmt.Errorf("grpo: %d advantages but %d turn counts", len(adv), len(turns))
-	}
-	out := make([][]float64, len(adv))
-	for i, a := range adv {
-		if turns[i] < 0 {
-			return nil, fmt.Errorf("grpo: trajectory %d has %d turns", i, turns[i])
-		}
-		out[i] = make([]float64, turns[i])
-		for t := range out[i] {
-			out[i][t] = a
-		}
-	}
-	return out, nil
+	return nil, GroupStats{}, fmt.Errorf("grpo: estimator %q needs more than trajectory scores (see MTGRPOAdvantage, GAEAdvantage)", c.Estimator)
 }

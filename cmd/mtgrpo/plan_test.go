@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+)
+
+// planConfig resolves a run of Qwen2.5-0.5B's shape (init:, no files) with settings.
+func planConfig(t *testing.T, settings ...string) *config.Config {
+	t.Helper()
+	src := config.Sources{Files: []string{}, LookupEnv: func(string) (string, bool) { return "", false }}
+	for _, s := range append([]string{"init.arch=qwen2", "init.preset=qwen2.5-0.5b"}, settings...) {
+		k, v, _ := strings.Cut(s, "=")
+		src.Overrides = append(src.Overrides, config.Override{Key: k, Value: v, Where: "test"})
+	}
+	c, err := config.Resolve(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The plan of a run follows its configuration: Qwen2.5-0.5B (494,032,768 weights) in bfloat16
+// on CUDA, 4 ranks, ZeRO-1: S = 123,508,192 elements a shard, masters S·4 = 494,032,768 bytes;
+// a KL term adds the reference model (P·2 = 988,065,536 bytes).
+func TestPlanRun(t *testing.T) {
+	cfg := planConfig(t, "device=cuda", "dist.zero1=true", "loss.kl_coef=0.01", "rollout.slots=8", "rollout.max_len=1024")
+	r, err := planRun(cfg, "", 4, 80e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Model.Params != 494032768 || r.DTypeBytes != 2 || r.WireBytes != 0 || r.World != 4 || r.Stage != 1 ||
+		!r.Reference || r.Critic || r.Slots != 8 || r.MaxLen != 1024 {
+		t.Errorf("run %+v", r)
+	}
+	var b strings.Builder
+	if err := writePlan(&b, r, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"494032768 parameters", "ZeRO stage 1 (ZeRO-1)", "stage 3", "master weights (fp32)", "yes (not implemented)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// A run that cannot fit is refused before it starts, with the figures (a usage error: exit 2);
+// one that fits goes ahead; CPU runs are not checked.
+func TestCheckPlan(t *testing.T) {
+	cfg := planConfig(t, "device=cuda")
+	err := checkPlan("train", cfg, "", 1, 4<<30)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "does not fit") ||
+		!strings.Contains(err.Error(), "AdamW moments") {
+		t.Errorf("4 GiB device: %v", err)
+	}
+	if err := checkPlan("train", cfg, "", 1, 80<<30); err != nil {
+		t.Errorf("80 GiB device: %v", err)
+	}
+	if err := checkMemory("train", planConfig(t), "", 1); err != nil {
+		t.Errorf("cpu: %v", err)
+	}
+}
+
+// docs/distributed.md's stage table is this model's: each row's peaks (training / generating, GiB
+// unless marked) and ✓ where the plan fits, for the command the page gives.
+func TestDistributedDocStageTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(n int64) string { return strings.TrimSuffix(memplan.FormatBytes(n), " GiB") }
+	for _, size := range []string{"7b", "14b", "32b", "72b"} {
+		cfg := planConfig(t, "init.preset=qwen2.5-"+size, "device=cuda", "update.gradient_checkpointing=true",
+			"update.micro_tokens=8192", "rollout.slots=16", "rollout.max_len=4096")
+		r, err := planRun(cfg, "", 8, 80e9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := "| Qwen2.5-" + strings.ToUpper(size) + " |"
+		i := strings.Index(string(doc), prefix)
+		if i < 0 {
+			t.Fatalf("docs/distributed.md has no row %q", prefix)
+		}
+		row, _, _ := strings.Cut(string(doc[i:]), "\n")
+		cells := strings.Split(row, "|")
+		for s := memplan.StageDP; s <= memplan.StageZeRO3; s++ {
+			rs := r
+			rs.Stage = s
+			p, err := memplan.Predict(rs, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cell := cells[3+int(s)]
+			want := short(p.TrainPeak()) + " / " + short(p.RolloutPeak())
+			if !strings.Contains(cell, want) || strings.Contains(cell, "✓") != p.Fits() {
+				t.Errorf("%s stage %d: the page says %q, the model %q (fits %v)", prefix, s, cell, want, p.Fits())
+			}
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package env
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Validate names the first bad setting by its env: key, and Open refuses the same settings.
+func TestConfigValidateNamesKey(t *testing.T) {
+	for _, tc := range []struct {
+		c   Config
+		key string
+		msg string
+	}{
+		{Config{Context: "linear"}, "reward_rule", `"linear": want off, inverse or scaled`},
+		{Config{Context: ContextScaled}, "reward_budget", "0: the scaled reward rule needs a token budget > 0"},
+		{Config{Budget: -1}, "reward_budget", "-1: must be at least 0"},
+		{Config{ToolTime: -time.Second}, "tool_time", "-1s: must be >= 0"},
+		{Config{DirectDemos: 1.5}, "direct_demos", "1.5: must be in [0, 1]"},
+		{Config{Digits: 7}, "digits", "7: want 1 to 6 (0: 3)"},
+		{Config{Factors: 1}, "factors", "1: want 2 to 4 (0: 2)"},
+		{Config{MaxTurns: -2}, "max_turns", "-2: must be at least 0"},
+		{Config{MaxToolCalls: -1}, "max_tool_calls", "-1: must be at least 0"},
+	} {
+		err := tc.c.Validate()
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != tc.key || ke.Err.Error() != tc.msg {
+			t.Errorf("%+v: got %v, want %s: %s", tc.c, err, tc.key, tc.msg)
+		}
+		if _, err := Open("calc_mult", tc.c); !errors.As(err, &ke) || ke.Key != tc.key {
+			t.Errorf("Open with %+v: got %v, want the %s error", tc.c, err, tc.key)
+		}
+	}
+	// Zero values are the defaults: valid.
+	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1}).Validate(); err != nil {
+		t.Errorf("valid settings: %v", err)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+}

@@ -1,0 +1,213 @@
+package grpo
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// The memory model against what the ranks hold: at world sizes 1, 2 and 4 over Gloo, each rank
+// makes the tiny model (float32, and bfloat16 with float32 masters), its optimizer as a run makes
+// it (whole: one process without buckets, or data parallel with them; ZeRO-1), a backward pass
+// and a KV cache, and sums numel × element size of every tensor by category: weights, the
+// weights' gradients plus ZeRO's gradient shard, masters, moments, buckets or gather buffer, K and
+// V. Each sum must equal memplan.Predict's for that rank, byte for byte, before and after a step.
+
+const memWorkerEnv = "MTGRPO_GRPO_MEMORY_WORKER" // set: this process is a rank of TestMemoryModelGloo
+
+func TestMemoryModelGloo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 7 processes")
+	}
+	for _, world := range []int{1, 2, 4} {
+		runMemoryRanks(t, world, 60*time.Second)
+	}
+}
+
+// runMemoryRanks runs TestMemoryWorker in world processes and checks that each says ok.
+func runMemoryRanks(t *testing.T, world int, timeout time.Duration) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmds, outs := make([]*exec.Cmd, world), make([]*strings.Builder, world)
+	for r := range world {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMemoryWorker$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), memWorkerEnv+"=1",
+			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "TORCHELASTIC_USE_AGENT_STORE=",
+			"GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
+		outs[r] = &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		err := cmd.Wait()
+		if out := outs[r].String(); err != nil || !strings.Contains(out, fmt.Sprintf("memory worker rank %d ok", r)) {
+			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, out)
+		}
+	}
+}
+
+// TestMemoryWorker is one rank of TestMemoryModelGloo (it skips unless started by it).
+func TestMemoryWorker(t *testing.T) {
+	if os.Getenv(memWorkerEnv) == "" {
+		t.Skip("a rank of TestMemoryModelGloo")
+	}
+	cfg, err := torch.DistConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 30 * time.Second
+	var pg *torch.ProcessGroup
+	if cfg.WorldSize > 1 { // one process runs without a process group, as `mtgrpo train` does
+		if pg, err = torch.NewProcessGroup(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = torch.Run(func() error {
+		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
+			for _, zero := range []bool{false, true} {
+				checkRankMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, zero)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !t.Failed() {
+		fmt.Printf("memory worker rank %d ok\n", cfg.Rank)
+	}
+}
+
+// rankBytes is what a rank holds, by memplan's categories.
+type rankBytes struct{ Weights, Grads, Masters, Moments, Comm, KVCache int64 }
+
+func tensorBytes(ts ...*torch.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		if t.Valid() {
+			n += t.Numel() * int64(t.DType().Size())
+		}
+	}
+	return n
+}
+
+// checkRankMemory measures one configuration on this rank and compares it with the prediction.
+func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt torch.DType, zero bool) {
+	const bucket, slots, maxLen = 4 << 10, 3, 16
+	name := fmt.Sprintf("world %d rank %d %s zero1=%v", world, rank, dt, zero)
+	c, g, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: 40, BOS: 1, EOS: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hidden 66 (head_dim stays 16) makes P ≡ 2 (mod 4): at world 4 the last shard is short and
+	// padded.
+	c.HiddenSize = 66
+	m, err := model.New(c, g, model.Options{DType: dt.String()}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.SetTrainable(true)
+	var d *Dist
+	if pg != nil {
+		if d, err = NewDist(pg, DistConfig{ZeRO1: zero, BucketBytes: bucket}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt, err := d.newOptimizer(m.Parameters(), 1e-3, Defaults().Optim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	kv, err := m.NewKVCache(slots, maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kv.Close()
+	shape, err := PlanModel(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: world, BucketBytes: bucket,
+		Slots: slots, MaxLen: maxLen}
+	if dt == torch.BFloat16 {
+		run.WireBytes = 4 // Gloo sums bfloat16 buckets as float32
+	}
+	if zero {
+		run.Stage = memplan.StageZeRO1
+	}
+	p, err := memplan.Predict(run, rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := rankBytes{p.Weights, p.Grads, p.Masters, p.Moments, p.Comm, p.KVCache}
+	s := torch.NewScope()
+	defer s.Close()
+	s.With(func() {
+		for _, w := range m.ParameterTensors() {
+			w.Square().Sum(false).Backward()
+		}
+		got := measureRank(m, opt, kv)
+		t.Logf("%s, after backward: holds %+v", name, got)
+		if got != want {
+			t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
+		}
+		opt.ClipGradNorm(1)
+		opt.Step(1e-3)
+		want.Grads -= p.Weights // the step drops the weights' gradients (set to none); the rest stays
+		if got := measureRank(m, opt, kv); got != want {
+			t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
+		}
+	})
+}
+
+// measureRank sums the tensor bytes of the model, its gradients, the optimizer's state and the KV
+// cache by category.
+func measureRank(m *model.Model, opt optimizer, kv *model.KVCache) rankBytes {
+	var b rankBytes
+	for _, w := range m.ParameterTensors() {
+		b.Weights += tensorBytes(w)
+		b.Grads += tensorBytes(w.Grad())
+	}
+	b.KVCache = tensorBytes(kv.K...) + tensorBytes(kv.V...)
+	var st map[string]*torch.Tensor
+	switch o := opt.(type) {
+	case *wholeAdamW:
+		st = o.AdamW.State()
+		if o.buckets != nil {
+			b.Comm = o.buckets.Bytes()
+		}
+	case *shardedAdamW:
+		st = o.opt.State()
+		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf)
+	}
+	for k, t := range st {
+		switch {
+		case strings.HasSuffix(k, sufExpAvg), strings.HasSuffix(k, sufExpAvgSq):
+			b.Moments += tensorBytes(t)
+		case strings.HasSuffix(k, sufMasterSt):
+			b.Masters += tensorBytes(t)
+		}
+	}
+	return b
+}

@@ -1,0 +1,176 @@
+package memplan
+
+import (
+	"strings"
+	"testing"
+)
+
+// tinyModel is a Qwen3 of hidden 4, intermediate 8, 2 layers, 2 heads over 1 KV head of
+// head_dim 2, vocabulary 10, tied head. Its weight table, by hand:
+//
+//	embed_tokens 10·4                                         40
+//	per layer: input_layernorm 4, q_proj 4·4 = 16, k_proj 2·4 = 8, v_proj 8, o_proj 16,
+//	  q_norm 2, k_norm 2, post_attention_layernorm 4, gate 8·4 = 32, up 32, down 32   156
+//	two layers                                                 312
+//	final norm                                                   4
+//	total P                                                    356
+var tinyModel = Model{Params: 356, Hidden: 4, Intermediate: 8, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 2,
+	Vocab: 10, Tied: true}
+
+func tinyRun() Run {
+	return Run{Model: tinyModel, DTypeBytes: 2, WireBytes: 4, World: 3, Stage: StageZeRO1, BucketBytes: 64,
+		MicroTokens: 6, Checkpointing: true, Slots: 3, MaxLen: 5}
+}
+
+func predict(t *testing.T, r Run, rank int) Plan {
+	t.Helper()
+	p, err := Predict(r, rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type persistent struct{ weights, grads, masters, moments, comm int64 }
+
+func persistentOf(p Plan) persistent {
+	return persistent{p.Weights, p.Grads, p.Masters, p.Moments, p.Comm}
+}
+
+func TestPredictPersistent(t *testing.T) {
+	single := tinyRun()
+	single.World = 1
+	dp := tinyRun()
+	dp.Stage = StageDP
+	z3 := tinyRun()
+	z3.Stage = StageZeRO3
+	cases := []struct {
+		name string
+		r    Run
+		rank int
+		want persistent
+	}{
+		// One process shards nothing whatever the stage: weights and gradients 356·2 = 712,
+		// masters 356·4 = 1424, moments 2·356·4 = 2848, no buckets.
+		{"single process", single, 0, persistent{712, 712, 1424, 2848, 0}},
+		// Plain data parallel over Gloo: the same, and bf16 buckets sent as float32: 356·4 = 1424.
+		{"dp", dp, 0, persistent{712, 712, 1424, 2848, 1424}},
+		// ZeRO-1 on 3 ranks: S = ⌈356/3⌉ = 119 (357 slots, one padding); round c = min(119,
+		// 64/4/3 = 5) = 5. Gradients 712 + 119·4 = 1188, masters 119·4 = 476, moments rank 0:
+		// 2·119·4 = 952, buffer 3·5·4 = 60.
+		{"zero1 rank 0", tinyRun(), 0, persistent{712, 1188, 476, 952, 60}},
+		// The last rank holds 356 − 2·119 = 118 real elements: moments 2·118·4 = 944; its master
+		// and gradient shards are padded to 119.
+		{"zero1 rank 2", tinyRun(), 2, persistent{712, 1188, 476, 944, 60}},
+		// ZeRO-3 (planned): weights 119·2 = 238; gradients 119·4 + 2·64 = 604.
+		{"zero3 rank 0", z3, 0, persistent{238, 604, 476, 952, 60}},
+	}
+	for _, c := range cases {
+		if got := persistentOf(predict(t, c.r, c.rank)); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPredictTransientAndExtras(t *testing.T) {
+	r := tinyRun()
+	r.Reference, r.Critic = true, true
+	p := predict(t, r, 0)
+	// KV cache: 2 (K, V) · 2 layers · 3 slots · 1 KV head · 5 positions · head_dim 2 · 2 bytes = 240.
+	// Activations, T = 6 tokens: A = 4·4 + 3·4 + 4·2 + 4·8 = 68 elements a token and layer;
+	// plain 6·2·(2·68 + 2·4) = 1728, checkpointed 6·2·(2·4 + 68 + 2·4) = 1008.
+	// Logits: 6·10·4 = 240 bytes, within the 1 GiB budget: kept, three at once.
+	// Reference: 356·2 = 712. Critic: head 4 + 1 = 5 float32; weights and gradients
+	// 2·(712 + 20) = 1464, moments 2·361·4 = 2888, masters 1424, buckets 356·4 + 20 = 1444: 7220.
+	// ZeRO-3 gathers: a layer is (356 − 40 − 4)/2 = 156 weights; two of them, 2·156·2 = 624.
+	want := map[string][2]int64{
+		"kv": {p.KVCache, 240}, "plain": {p.ActivationsPlain, 1728}, "ckpt": {p.ActivationsCkpt, 1008},
+		"activations": {p.Activations, 1008}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 3},
+		"reference": {p.Reference, 712}, "critic": {p.Critic, 7220}, "gathered": {p.Gathered, 0},
+	}
+	for k, v := range want {
+		if v[0] != v[1] {
+			t.Errorf("%s: got %d, want %d", k, v[0], v[1])
+		}
+	}
+	r.Stage = StageZeRO3
+	if p := predict(t, r, 0); p.Gathered != 624 || p.GatheredForRollout != 712 {
+		t.Errorf("zero3 gathers %d (training) and %d (rollout), want 624 and 712", p.Gathered, p.GatheredForRollout)
+	}
+}
+
+func TestFits(t *testing.T) {
+	r := tinyRun()
+	// Rank 0 of ZeRO-1: persistent 712 + 1188 + 476 + 952 + 60 + KV 240 = 3628; training peak
+	// 3628 + 1008 (checkpointed) + 3·240 (logits) = 5356; rollout peak 3628.
+	p := predict(t, r, 0)
+	if p.Persistent() != 3628 || p.Peak() != 5356 {
+		t.Fatalf("persistent %d, peak %d, want 3628 and 5356", p.Persistent(), p.Peak())
+	}
+	for _, c := range []struct {
+		device int64
+		fits   bool
+	}{{0, true}, {10000, true}, {5951, false}, {5952, true}} { // usable: 90 %; 5952·0.9 = 5356.8
+		r.Device = c.device
+		p := predict(t, r, 0)
+		if p.Fits() != c.fits || (p.Check() == nil) != c.fits {
+			t.Errorf("device %d: fits %v (check %v), want %v", c.device, p.Fits(), p.Check(), c.fits)
+		}
+	}
+	r.Stage, r.Device = StageZeRO2, 0
+	if err := predict(t, r, 0).Check(); err == nil || !strings.Contains(err.Error(), "not implemented") {
+		t.Errorf("stage 2: %v, want a refusal", err)
+	}
+}
+
+func TestPredictRefuses(t *testing.T) {
+	bad := map[string]func(*Run){
+		"dtype":  func(r *Run) { r.DTypeBytes = 3 },
+		"world":  func(r *Run) { r.World = 0 },
+		"stage":  func(r *Run) { r.Stage = 4 },
+		"shape":  func(r *Run) { r.Model.Vocab = 0 },
+		"tokens": func(r *Run) { r.MicroTokens = -1 },
+	}
+	for name, f := range bad {
+		r := tinyRun()
+		f(&r)
+		if _, err := Predict(r, 0); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := Predict(tinyRun(), 3); err == nil {
+		t.Error("rank 3 of 3: no error")
+	}
+}
+
+func TestBytes(t *testing.T) {
+	for in, want := range map[string]int64{"80GiB": 80 << 30, "80 GB": 80e9, "512MiB": 512 << 20, "1000": 1000, "1.5KiB": 1536} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "eighty", "-1GiB", "GiB"} {
+		if _, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q): no error", in)
+		}
+	}
+	for n, want := range map[int64]string{512: "512 B", 1536 << 20: "1.50 GiB", 640 << 20: "640 MiB", 80 << 30: "80.0 GiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	r := tinyRun()
+	r.Device = 10000
+	var b strings.Builder
+	if err := WriteTable(&b, []string{"zero1"}, []Plan{predict(t, r, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"master weights (fp32)", "476 B", "= peak, training", "5.23 KiB", "fits"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package memplan
+
+// Predict plans rank's memory in run r (0 <= rank < World). A single process (World 1) has no
+// process group and shards nothing, whatever the stage: it plans as stage 0 without buckets.
+//
+// The persistent categories count what the code allocates, element for element (P is
+// Model.Params, d DTypeBytes, W World, B BucketBytes):
+//
+//	stage 0     weights P·d, gradients P·d, masters P·4 (d = 2 only), moments 2·P·4 (torch.AdamW:
+//	            float32 for float32 and for mixed-precision weights), buckets P·wire when W > 1
+//	            (torch.GradBuckets: one flat buffer per bucket, covering every parameter)
+//	stage 1     grpo's shardedAdamW: the flat space of P elements cut into W shards of S = ⌈P/W⌉
+//	            (the last one padded); weights P·d, gradients P·d (the backward's, dropped after the
+//	            reduce-scatter) plus the float32 gradient shard S·4, masters S·4 (padded, also for
+//	            float32 weights), moments 2·n_r·4 where n_r is the rank's real elements (AdamW runs
+//	            over the parameters' pieces, not the padding), and the round buffer W·c·4 with
+//	            c = max(1, min(S, B/4/W))
+//	stage 2     as 1, but the backward's gradients leave bucket by bucket: 2·B in flight (planned)
+//	stage 3     as 2, and weights S·d, with two layers gathered while training (the current and
+//	            the prefetched) and a whole d-byte copy while generating (planned)
+//
+// The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
+// weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
+// The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len, head_dim] per layer.
+func Predict(r Run, rank int) (Plan, error) {
+	if err := r.Validate(); err != nil {
+		return Plan{}, err
+	}
+	if rank < 0 || rank >= r.World {
+		return Plan{}, errorf("rank %d is outside the world of %d", rank, r.World)
+	}
+	if r.WireBytes == 0 {
+		r.WireBytes = r.DTypeBytes
+	}
+	if r.BucketBytes == 0 {
+		r.BucketBytes = DefaultBucketBytes
+	}
+	stage := r.Stage
+	if r.World == 1 {
+		stage = StageDP
+	}
+	p := Plan{Run: r, Rank: rank}
+	m, d, w := r.Model, r.DTypeBytes, int64(r.World)
+	P := m.Params
+	switch stage {
+	case StageDP:
+		p.Weights, p.Grads, p.Moments = P*d, P*d, 2*P*4
+		if d < 4 {
+			p.Masters = P * 4
+		}
+		if w > 1 {
+			p.Comm = P * r.WireBytes
+		}
+	default:
+		s := (P + w - 1) / w
+		mine := min(max(P-int64(rank)*s, 0), s)
+		chunk := max(1, min(s, r.BucketBytes/4/w))
+		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, P*d+s*4, s*4, 2*mine*4, w*chunk*4
+		if stage >= StageZeRO2 {
+			p.Grads = s*4 + 2*r.BucketBytes
+		}
+		if stage == StageZeRO3 {
+			p.Weights = s * d
+			p.Gathered = 2 * m.layerParams() * d
+			p.GatheredForRollout = P * d
+		}
+	}
+	if r.Reference {
+		p.Reference = P * d
+	}
+	if r.Critic {
+		p.Critic = criticBytes(m, d, r.WireBytes, w)
+	}
+	p.KVCache = 2 * int64(m.Layers) * int64(r.Slots) * int64(m.KVHeads) * int64(r.MaxLen) * int64(m.HeadDim) * d
+	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))
+	p.Activations = p.ActivationsPlain
+	if r.Checkpointing {
+		p.Activations = p.ActivationsCkpt
+	}
+	p.Logits, p.LogitsCopies = logits(m, int64(r.MicroTokens), r.HeadBudget)
+	return p, nil
+}
+
+// criticBytes is the critic's persistent memory: the model (d bytes a weight) and its float32
+// value head [1, hidden] + [1], with gradients, float32 masters of the model's weights when d = 2,
+// float32 moments, and gradient buckets when data parallel.
+func criticBytes(m Model, d, wire, world int64) int64 {
+	P, head := m.Params, int64(m.Hidden)+1
+	b := 2*(P*d+head*4) + 2*(P+head)*4
+	if d < 4 {
+		b += P * 4
+	}
+	if world > 1 {
+		b += P*wire + head*4
+	}
+	return b
+}
+
+// layerParams is one decoder layer's weights: the model's without the embedding, an untied
+// head and the final norm, over the layers.
+func (m Model) layerParams() int64 {
+	outer := int64(m.Vocab)*int64(m.Hidden) + int64(m.Hidden)
+	if !m.Tied {
+		outer += int64(m.Vocab) * int64(m.Hidden)
+	}
+	return (m.Params - outer) / int64(m.Layers)
+}

@@ -1,0 +1,185 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Response headers of the Hub (huggingface_hub's file_download.py reads the same).
+const (
+	headerRepoCommit = "X-Repo-Commit" // the commit a resolve URL was served from
+	headerLinkedEtag = "X-Linked-Etag" // an LFS file's sha256, on the redirect to the CDN
+	headerLinkedSize = "X-Linked-Size" // an LFS file's size, on the same redirect
+	headerErrorCode  = "X-Error-Code"  // RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo
+	headerErrorMsg   = "X-Error-Message"
+)
+
+// repoInfo is the API's answer for a revision (GET /api/models/ORG/NAME/revision/REV?blobs=true).
+type repoInfo struct {
+	SHA      string    `json:"sha"`
+	Siblings []sibling `json:"siblings"`
+}
+
+// sibling is one file of the revision with what the Hub knows of it.
+type sibling struct {
+	Name   string `json:"rfilename"`
+	Size   int64  `json:"size"`
+	BlobID string `json:"blobId"` // the git blob sha1
+	LFS    *struct {
+		SHA256 string `json:"sha256"`
+		Size   int64  `json:"size"`
+	} `json:"lfs"`
+}
+
+// client talks to the Hub.
+type client struct {
+	env  Env
+	http *http.Client
+}
+
+// request sends a request with the token and the caller's headers.
+func (c client) request(ctx context.Context, method, u string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("User-Agent", "mtgrpo")
+	if c.env.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.env.Token)
+	}
+	return c.http.Do(req)
+}
+
+// info asks the API for the revision's commit and files.
+func (c client) info(ctx context.Context, id ID) (repoInfo, error) {
+	u := fmt.Sprintf("%s/api/models/%s/revision/%s?blobs=true", c.env.Endpoint, id.Repo, url.PathEscape(id.Revision))
+	resp, err := c.request(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return repoInfo{}, &unreachableError{err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return repoInfo{}, c.statusError(id, "", resp)
+	}
+	var info repoInfo
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil {
+		return repoInfo{}, fmt.Errorf("%s: the Hub's file list: %w", u, err)
+	}
+	return info, checkCommit(info.SHA)
+}
+
+// fileURL is where a file of a commit is downloaded from.
+func (c client) fileURL(id ID, commit, name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return fmt.Sprintf("%s/%s/resolve/%s/%s", c.env.Endpoint, id.Repo, commit, strings.Join(parts, "/"))
+}
+
+// head reads a file's hash and size from the resolve URL's headers without following the
+// redirect of an LFS file (whose X-Linked-* headers are on the redirect), for a Hub whose API
+// gave no hashes.
+func (c client) head(ctx context.Context, id ID, commit, name string) (expect, error) {
+	hc := *c.http
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.fileURL(id, commit, name), nil)
+	if err != nil {
+		return expect{}, err
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	if c.env.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.env.Token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return expect{}, &unreachableError{err}
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return expect{}, c.statusError(id, name, resp)
+	}
+	etag := resp.Header.Get(headerLinkedEtag)
+	if etag == "" {
+		etag = resp.Header.Get("ETag")
+	}
+	size := resp.Header.Get(headerLinkedSize)
+	if size == "" {
+		size = resp.Header.Get("Content-Length")
+	}
+	n, _ := strconv.ParseInt(size, 10, 64)
+	return newExpect(normalizeEtag(etag), n)
+}
+
+// normalizeEtag strips the weak marker and the quotes of an ETag header.
+func normalizeEtag(s string) string {
+	return strings.Trim(strings.TrimPrefix(strings.TrimSpace(s), "W/"), `"`)
+}
+
+// ErrNoModel is wrapped by every error that says the name given leads to no model (no such
+// directory, no such repository, revision or file on the Hub, no access without a token, not
+// cached while offline): a mistake in what was asked, not a failure of the work.
+var ErrNoModel = errors.New("no model")
+
+// noModelError is an error that is ErrNoModel, with its own message.
+type noModelError struct{ msg string }
+
+func (e *noModelError) Error() string        { return e.msg }
+func (e *noModelError) Is(target error) bool { return target == ErrNoModel }
+
+func noModel(format string, a ...any) error { return &noModelError{fmt.Sprintf(format, a...)} }
+
+// unreachableError is a request that got no answer from the Hub.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string {
+	return "the Hub cannot be reached (" + e.err.Error() + "): check the network or set HF_ENDPOINT to a mirror; " +
+		"a model downloaded before is found with HF_HUB_OFFLINE=1"
+}
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// statusError explains a refusal of the Hub; name is the file ("" for the repository).
+func (c client) statusError(id ID, name string, resp *http.Response) error {
+	code := resp.Header.Get(headerErrorCode)
+	msg := resp.Header.Get(headerErrorMsg)
+	if msg == "" {
+		var body struct {
+			Error string `json:"error"`
+		}
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&body) == nil {
+			msg = body.Error
+		}
+	}
+	what := fmt.Sprintf("%s on %s", id, c.env.Endpoint)
+	if name != "" {
+		what = fmt.Sprintf("%s of %s", name, what)
+	}
+	detail := resp.Status
+	if code != "" {
+		detail += ", " + code
+	}
+	if msg != "" {
+		detail += ": " + msg
+	}
+	switch {
+	case (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && c.env.Token == "":
+		return noModel("%s: not found, or private or gated (%s): set HF_TOKEN to a token that can read it (https://huggingface.co/settings/tokens), or check the name", what, detail)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return noModel("%s: the token in HF_TOKEN cannot read it (%s): accept the model's terms on its page or use another token", what, detail)
+	case resp.StatusCode == http.StatusNotFound && code == "RevisionNotFound":
+		return noModel("%s: no such revision (%s): give a branch, a tag or a commit after @", what, detail)
+	case resp.StatusCode == http.StatusNotFound:
+		return noModel("%s: not found (%s): check the name", what, detail)
+	}
+	return fmt.Errorf("%s: %s", what, detail)
+}
