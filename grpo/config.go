@@ -140,7 +140,15 @@ type DAPOConfig struct {
 
 // CriticConfig is the PPO value model (the critic: section).
 type CriticConfig struct {
-	// LR is the critic's learning rate (critic.optim.lr).
+	// LR is the critic's learning rate (critic.optim.lr), constant; 0 (the default) means
+	// CriticLRRatio × Optim.LR. verl's pair is 1e-6 for the actor and 1e-5 for the critic, tuned for
+	// 7B models; a fixed 1e-5 beside a small model's actor rate (1e-4 for the demo's 0.9M
+	// parameters) leaves the critic ten times slower than the actor instead of ten times faster.
+	// AdamW moves each weight by about LR per step, so the value head (hidden-size weights, zero at
+	// start) moves a value by at most about LR × Σ|hᵢ| per step (h the final hidden state): 4e-4
+	// per step on the demo's model (hidden 128) at 1e-5, thousands of updates to fit a multi-turn
+	// task's returns (0 to 3; docs/bench/learning.md). Deriving the rate from the actor's keeps
+	// verl's 1e-5 at verl's actor rate and scales with whatever rate a small model's recipe chose.
 	LR float64 `yaml:"lr"`
 	// Warmup is the critic's warmup steps: the actor is not updated before (trainer.critic_warmup).
 	Warmup int `yaml:"warmup"`
@@ -162,8 +170,21 @@ func Defaults() Config {
 			Schedule: Constant, MaxGradNorm: 1},
 		Update: UpdateConfig{Epochs: 1, MiniBatches: 1, MicroTokens: 16384},
 		DAPO:   DAPOConfig{MaxGenBatches: 4, OverlongFactor: 1},
-		Critic: CriticConfig{LR: 1e-5, ValueClip: 0.5, MaxGradNorm: 1},
+		Critic: CriticConfig{ValueClip: 0.5, MaxGradNorm: 1},
 	}
+}
+
+// CriticLRRatio is the critic's learning rate over the actor's when critic.lr is 0: verl's default
+// pair (critic 1e-5, actor 1e-6).
+const CriticLRRatio = 10
+
+// CriticLR is the critic's learning rate in effect: Critic.LR, or CriticLRRatio × Optim.LR when it
+// is 0.
+func (c *Config) CriticLR() float64 {
+	if c.Critic.LR > 0 {
+		return c.Critic.LR
+	}
+	return CriticLRRatio * c.Optim.LR
 }
 
 // Validate names the first bad setting by its key (a KeyError).

@@ -15,7 +15,8 @@ import (
 type Critic struct {
 	Model *model.Model
 	// Head is value_head.weight [1, hidden] and Bias value_head.bias [1], float32, zero at start
-	// (every value starts at 0, so the first advantages are the rewards themselves).
+	// (every value starts at 0, so the first advantages are the rewards themselves). Before the
+	// first update the bias is set to that batch's mean return (initBias).
 	Head, Bias *torch.Tensor
 
 	opt   *wholeAdamW
@@ -59,13 +60,13 @@ func (c *Critic) Close() {
 
 // start makes the critic's optimizer (once); with d, its gradients are summed across the training
 // ranks.
-func (c *Critic) start(cfg CriticConfig, o OptimConfig, d *Dist) error {
+func (c *Critic) start(lr float64, o OptimConfig, d *Dist) error {
 	if c.opt != nil {
 		return nil
 	}
 	c.Model.SetTrainable(true)
 	var err error
-	if c.opt, err = newWholeAdamW(c.Parameters(), cfg.LR, o, d); err != nil {
+	if c.opt, err = newWholeAdamW(c.Parameters(), lr, o, d); err != nil {
 		return fmt.Errorf("grpo: critic optimizer: %w", err)
 	}
 	return nil
@@ -118,9 +119,16 @@ func (c *Critic) values(samples []*sample, budget int) error {
 }
 
 // updateCritic trains the critic on the returns: the clipped value loss, aggregated like the policy
-// loss, one optimizer step per mini-batch and epoch (a non-finite gradient norm skips it).
+// loss, one optimizer step per mini-batch and epoch (a non-finite gradient norm skips it). The
+// first update starts from the batch's mean return (initBias).
 func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
 	c := t.ms.Critic
+	criticStats(samples, m)
+	if c.opt.Steps() == 0 && c.opt.Skipped() == 0 {
+		if err := c.initBias(samples); err != nil {
+			return err
+		}
+	}
 	return t.passes(samples, rngCritic, m, c.opt, valueLayout, func(micro []*sample, _ int, acc *statAcc) error {
 		return t.criticMicro(micro, acc)
 	}, func() error {
@@ -128,18 +136,77 @@ func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
 		if err := inCollective(t.dist.trainGroup(), "summing the critic's gradients", func() {
 			norm = c.opt.ClipGradNorm(clipNorm(t.cfg.Critic.MaxGradNorm))
 			if !math.IsNaN(norm) && !math.IsInf(norm, 0) {
-				c.opt.Step(t.cfg.Critic.LR)
+				c.opt.Step(t.cfg.CriticLR())
 			}
 		}); err != nil {
 			return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 		}
 		m["critic/grad_norm"] = norm
+		m["critic/lr"] = t.cfg.CriticLR()
 		if math.IsNaN(norm) || math.IsInf(norm, 0) {
 			c.opt.Skip()
 			m["critic/skipped_steps"]++
 		}
 		return nil
 	})
+}
+
+// initBias sets the value head's bias, before the critic's first update, to the mean return over
+// the samples' trained tokens, and moves their old values (the clip's centre, else the clip would
+// hold the first update at the zero values) by as much. A zero head has to learn the returns'
+// mean before anything else: while the values are all far below the returns, the error's common
+// part dominates the head's gradient and AdamW spends its steps on the bias direction. That part
+// is worth nothing to the policy (GAE whitens the advantages, so a constant value is no baseline);
+// the values' differences between states are what explained variance measures and what makes
+// the critic a baseline. Starting at the mean lets the first updates go to those.
+func (c *Critic) initBias(samples []*sample) error {
+	var sum, n float64
+	for _, s := range samples {
+		for i, on := range s.Mask {
+			if on && s.returns != nil {
+				sum += float64(s.returns[i])
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	mean := sum / n
+	err := torch.Do(func() error {
+		torch.NoGrad(func() { c.Bias.AddScalar_(mean) })
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range samples {
+		for i, on := range s.Mask {
+			if on && s.values != nil {
+				s.values[i] += float32(mean)
+			}
+		}
+	}
+	return nil
+}
+
+// criticStats records, before the critic's update, the values the advantages were computed with
+// against GAE's returns over every trained token of the step (verl's names):
+// critic/values/{mean,max,min}, critic/returns/{mean,max,min} and critic/vf_explained_var.
+func criticStats(samples []*sample, m Metrics) {
+	var vs, rs []float64
+	for _, s := range samples {
+		if s.values == nil || s.returns == nil {
+			continue
+		}
+		vs = append(vs, s.trainedValues(s.values)...)
+		rs = append(rs, s.trainedValues(s.returns)...)
+	}
+	m.stat("critic/values", vs)
+	m.stat("critic/returns", rs)
+	if ev := ExplainedVariance(vs, rs); !math.IsNaN(ev) {
+		m["critic/vf_explained_var"] = ev
+	}
 }
 
 // criticMicro backpropagates one micro-batch's value loss.

@@ -94,7 +94,7 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 		return nil, fmt.Errorf("grpo: optimizer: %w", err)
 	}
 	if ms.Critic != nil {
-		if err := ms.Critic.start(cfg.Critic, cfg.Optim, t.dist); err != nil {
+		if err := ms.Critic.start(cfg.CriticLR(), cfg.Optim, t.dist); err != nil {
 			return nil, err
 		}
 	}

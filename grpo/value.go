@@ -91,3 +91,35 @@ var valueLayout = &statLayout{name: "value", nSum: vsSlots, finish: func(v []flo
 		"critic/vpred_mean":  ratio(v[vsV], v[vsTokens]),
 	}
 }}
+
+// ExplainedVariance is 1 − Var(R − V)/(Var(R) + 1e-5) over the trained tokens' values and
+// returns (unbiased variances; verl's critic/vf_explained_var): 1 when the critic predicts every
+// return, 0 when it predicts no more than their mean (a constant value), negative when its errors
+// vary more than the returns do. Since GAE's advantages are whitened, a constant value is no
+// baseline at all: this, not vf_loss, says whether the critic helps. NaN for fewer than two
+// tokens or slices of unequal length.
+func ExplainedVariance(values, returns []float64) float64 {
+	n := len(values)
+	if n < 2 || len(returns) != n {
+		return math.NaN()
+	}
+	diff := make([]float64, n)
+	for i := range values {
+		diff[i] = returns[i] - values[i]
+	}
+	return 1 - variance(diff)/(variance(returns)+1e-5)
+}
+
+// variance is the unbiased variance of xs (len(xs) >= 2).
+func variance(xs []float64) float64 {
+	var mean float64
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return ss / float64(len(xs)-1)
+}

@@ -25,7 +25,7 @@ func TestExampleConfigsTrainAStep(t *testing.T) {
 		{"multiturn_grpo_trainer.yaml", []string{"critic/score/mean", "context/max_tokens/mean", "profile/condense_s", "profile/reward_s"}},
 		{"multiturn_grpo_math.yaml", []string{"critic/score/mean", "reward/format/mean"}},
 		{"mt_grpo.yaml", []string{"critic/turn_reward/mean", "critic/advantages/max"}},
-		{"ppo_multi_turn.yaml", []string{"critic/grad_norm", "critic/vf_loss", "actor/pg_loss"}},
+		{"ppo_multi_turn.yaml", []string{"critic/grad_norm", "critic/vf_loss", "critic/vf_explained_var", "critic/returns/mean", "actor/pg_loss"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
