@@ -314,6 +314,11 @@ type SFTConfig struct {
 	Batch      int           `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
 	Tasks int `yaml:"tasks"`
+	// PerfectFirst is the share (0 to 1) of the SFT steps, the first ones, that train on the
+	// perfect demonstrations only; the rest train on the environment's mix, imperfect ones
+	// included (env.direct_demos). A small model learns to copy numbers sooner from perfect
+	// demonstrations, and the later steps still teach the habit RL is to remove.
+	PerfectFirst float64 `yaml:"perfect_first"`
 }
 
 // TrainConfig is the training loop's length and cadence.
