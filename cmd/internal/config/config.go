@@ -316,8 +316,7 @@ type SFTConfig struct {
 	Tasks int `yaml:"tasks"`
 	// PerfectFirst is the share (0 to 1) of the SFT steps, the first ones, that train on the
 	// perfect demonstrations only; the rest train on the environment's mix, imperfect ones
-	// included (env.direct_demos). A small model learns to copy numbers sooner from perfect
-	// demonstrations, and the later steps still teach the habit RL is to remove.
+	// included (env.direct_demos). 0: every step trains on the mix.
 	PerfectFirst float64 `yaml:"perfect_first"`
 }
 
