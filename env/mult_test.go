@@ -111,7 +111,18 @@ func TestCalcMultDirectDemos(t *testing.T) {
 	if direct < 150 || direct > 250 {
 		t.Errorf("%d of 400 demonstrations direct, want about 200", direct)
 	}
+	// The perfect demonstrator (what sft.perfect_first trains on first) calls the calculator on
+	// every task, the directly demonstrated ones too; with no direct share there is none.
+	for i, row := range rows {
+		d, err := e.DemonstratePerfect(TaskFromRow(row, i), []Message{Text(RoleUser, row.Prompt[0].Content)})
+		if err != nil || !strings.Contains(d, `"name": "calculator"`) {
+			t.Fatalf("perfect demonstrator on task %d: %q, %v", i, d, err)
+		}
+	}
 	none := open(t, "calc_mult", Config{Digits: 2})
+	if none.DemonstratePerfect != nil {
+		t.Error("DirectDemos 0 has a separate perfect demonstrator; want nil (Demonstrate is perfect)")
+	}
 	for i, row := range rows[:50] {
 		if d, _ := none.Demonstrate(TaskFromRow(row, i), nil); strings.HasPrefix(d, "#### ") {
 			t.Fatalf("DirectDemos 0 answered task %d directly", i)

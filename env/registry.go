@@ -128,6 +128,9 @@ type Environment struct {
 	// Demonstrate writes a good policy's next message for supervised warm-up; nil when the
 	// environment has no demonstrator (calc_mult and gsm8k have one).
 	Demonstrate Demonstrator
+	// DemonstratePerfect is Demonstrate without its share of imperfect demonstrations
+	// (Config.DirectDemos); nil when Demonstrate has none, being perfect itself.
+	DemonstratePerfect Demonstrator
 	// MaxConcurrent is the most episodes that may be open (between Reset and Close) at once: an
 	// environment server's session limit. 0 means no limit. The rollout driver admits episodes
 	// up to it (rollout.DriverConfig.MaxOpenEpisodes).
@@ -307,6 +310,9 @@ func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(CalcMultRubric)})
 	if err == nil {
 		e.Demonstrate = calcMultDemonstrator(cfg.DirectDemos)
+		if cfg.DirectDemos > 0 {
+			e.DemonstratePerfect = demonstrateCalcMult
+		}
 	}
 	return e, err
 }

@@ -176,6 +176,10 @@ type SFTConfig struct {
 	Batch      int           `yaml:"batch"`
 	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
 	Tasks int `yaml:"tasks"`
+	// PerfectFirst is the share (0 to 1) of the SFT steps, the first ones, that train on the
+	// perfect demonstrations only; the rest train on the environment's mix, imperfect ones
+	// included (env.direct_demos). 0: every step trains on the mix.
+	PerfectFirst float64 `yaml:"perfect_first"`
 }
 
 // TrainConfig is the training loop's length and cadence.

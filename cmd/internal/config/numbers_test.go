@@ -31,6 +31,7 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 		{set("dapo.overlong_factor", ".nan"), "--set: dapo.overlong_factor: NaN: want a finite number"},
 		{set("loss.is_max", ".inf"), "--set: loss.is_max: +Inf: want a finite number"},
 		{set("env.direct_demos", "1.5"), "--set: env.direct_demos: 1.5: must be in [0, 1]"},
+		{set("sft.steps", "10", "sft.perfect_first", "1.5"), "--set: sft.perfect_first: 1.5: must be in [0, 1]"},
 		// The trainer's own checks name the key and its place too.
 		{set("loss.clip_high", "-1"), "--set: loss.clip_high: -1, want a finite value ≥ 0"},
 		{set("advantage.estimator", "gae", "advantage.gamma", "1.5"), "--set: advantage.gamma: 1.5, want a value in [0, 1]"},

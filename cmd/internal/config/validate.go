@@ -181,7 +181,8 @@ func (c *Config) validateLoop() error {
 			return err
 		}
 		if err := c.numbers(number{key: "sft.lr", v: s.LR, lo: 0, hi: math.Inf(1), loOpen: true, hiOpen: true},
-			number{key: "sft.min_lr_ratio", v: s.MinLRRatio, lo: 0, hi: 1}); err != nil {
+			number{key: "sft.min_lr_ratio", v: s.MinLRRatio, lo: 0, hi: 1},
+			number{key: "sft.perfect_first", v: s.PerfectFirst, lo: 0, hi: 1}); err != nil {
 			return err
 		}
 	}

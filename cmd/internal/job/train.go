@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"syscall"
 
@@ -84,18 +85,20 @@ func (j *job) sft(ctx context.Context) error {
 	if err := j.restoreInto(tr, phaseSFT); err != nil {
 		return err
 	}
-	n := min(j.cfg.SFT.Tasks, len(j.data.train))
-	demos, err := grpo.Demonstrations(ctx, j.policy.Tok, j.envs, j.data.train[:n], g.Rollout)
+	demos, perfect, perfectSteps, err := j.demonstrations(ctx, g.Rollout)
 	if err != nil {
-		return fmt.Errorf("sft (sft.steps %d): %w", j.sftSteps, err)
+		return err
 	}
-	j.log.Info().Int("demonstrations", len(demos)).Int("of_tasks", n).Msg("sft: demonstrations played")
 	j.steps.Phase("sft", 0, j.sftSteps, j.st.Step)
 	for j.st.Step < j.sftSteps {
 		k := j.st.Step // the k-th SFT step takes the next Batch demonstrations, cycling
+		from := demos
+		if k < perfectSteps {
+			from = perfect
+		}
 		batch := make([]*rollout.Trajectory, j.cfg.SFT.Batch)
 		for i := range batch {
-			batch[i] = demos[(k*len(batch)+i)%len(demos)]
+			batch[i] = from[(k*len(batch)+i)%len(from)]
 		}
 		m, err := tr.SFT(batch)
 		if err != nil {
@@ -123,6 +126,28 @@ func (j *job) sft(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// demonstrations plays the warm-up's demonstrations of the first sft.tasks training tasks: the
+// environment's mix and, when sft.perfect_first asks for them and the mix has imperfect ones,
+// the perfect demonstrations that the first perfectSteps SFT steps train on.
+func (j *job) demonstrations(ctx context.Context, r grpo.RolloutConfig) (demos, perfect []*rollout.Trajectory, perfectSteps int, err error) {
+	n := min(j.cfg.SFT.Tasks, len(j.data.train))
+	if demos, err = grpo.Demonstrations(ctx, j.policy.Tok, j.envs, j.data.train[:n], r); err != nil {
+		return nil, nil, 0, fmt.Errorf("sft (sft.steps %d): %w", j.sftSteps, err)
+	}
+	j.log.Info().Int("demonstrations", len(demos)).Int("of_tasks", n).Msg("sft: demonstrations played")
+	perfectSteps = int(math.Round(j.cfg.SFT.PerfectFirst * float64(j.sftSteps)))
+	if perfectSteps == 0 || j.envs.DemonstratePerfect == nil || j.st.Step >= perfectSteps {
+		return demos, demos, 0, nil
+	}
+	pe := *j.envs
+	pe.Demonstrate = j.envs.DemonstratePerfect
+	if perfect, err = grpo.Demonstrations(ctx, j.policy.Tok, &pe, j.data.train[:n], r); err != nil {
+		return nil, nil, 0, fmt.Errorf("sft (sft.perfect_first %g): %w", j.cfg.SFT.PerfectFirst, err)
+	}
+	j.log.Info().Int("perfect_demonstrations", len(perfect)).Int("sft_steps", perfectSteps).Msg("sft: the first steps train on perfect demonstrations")
+	return demos, perfect, perfectSteps, nil
 }
 
 // rl runs the RL steps.
