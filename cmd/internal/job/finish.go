@@ -42,7 +42,23 @@ func (j *job) finish() error {
 		return err
 	}
 	fmt.Fprint(j.out(), Summary(recs, j.sftSteps, j.rlSteps, time.Since(j.start), j.cfg.RunDir, j.cfg.Train.Export, j.cfg.Train.Report))
+	fmt.Fprint(j.out(), Unused(j.cfg.Warnings()))
 	return nil
+}
+
+// Unused is the end of the summary that lists the settings accepted without effect (the
+// configuration's warnings, logged at the start as well), so that a run that ignored one of
+// them does not end looking clean; "" when there are none.
+func Unused(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d setting(s) had no effect in this run (also at the start of train.log):\n", len(warnings))
+	for _, w := range warnings {
+		fmt.Fprintf(&b, "  %s\n", w)
+	}
+	return b.String()
 }
 
 // ExportModel writes m as a model directory at dst: into a temporary directory beside it first,

@@ -35,3 +35,17 @@ func TestSummaryTable(t *testing.T) {
 		t.Errorf("summary has an intermediate evaluation or a report it was not given:\n%s", got)
 	}
 }
+
+// The summary ends with the settings that had no effect, one per line; a clean run adds nothing.
+func TestSummaryUnused(t *testing.T) {
+	if got := Unused(nil); got != "" {
+		t.Errorf("no warnings: %q, want nothing", got)
+	}
+	w := []string{"argument: actor_rollout_ref.rollout.name (verl) has no effect here: generation runs in the built-in engine",
+		"configs/x.yaml:4: rollout.condenser.max_tokens has no effect with condenser last_n"}
+	got := Unused(w)
+	want := "2 setting(s) had no effect in this run (also at the start of train.log):\n  " + w[0] + "\n  " + w[1] + "\n"
+	if got != want {
+		t.Errorf("Unused:\n%s\nwant:\n%s", got, want)
+	}
+}
