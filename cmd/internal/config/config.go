@@ -32,7 +32,7 @@ type Config struct {
 	// checkpoint's own dtype elsewhere).
 	Device string `yaml:"device"`
 	DType  string `yaml:"dtype"`
-	// Seed drives the model's initialisation, generated data, sampling and shuffles.
+	// Seed drives generated data, sampling and shuffles; a random model's weights come from init.seed.
 	Seed uint64 `yaml:"seed"`
 
 	Env       EnvConfig          `yaml:"env"`

@@ -26,7 +26,7 @@ var EnvVars = []EnvVar{
 	{"EPOCHS", "train.epochs", "passes over the training tasks, when train.steps is 0"},
 	{"STEPS", "train.steps", "RL steps (0: epochs decide)"},
 	{"LR", "optim.lr", "the peak learning rate"},
-	{"SEED", "seed", "the seed of everything random"},
+	{"SEED", "seed", "the seed of data, sampling and shuffles (a random model's weights: init.seed)"},
 	{"GPUS", "", "the GPUs to train on: an index (GPUS=0 is cuda:0) or a list (0,1,2,3: one process each); unset or cpu: the CPU"},
 	{"N_GPUS", "", "data-parallel processes, one per GPU (`mtgrpo train --nproc`; default: the length of GPUS)"},
 }
