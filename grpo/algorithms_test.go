@@ -278,7 +278,7 @@ func TestConfigValidate(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		{func(c *Config) { c.Rollout.Group = 0 }, "rollout.group"},
+		{func(c *Config) { c.Rollout.GroupSize = 0 }, "rollout.group"},
 		{func(c *Config) { c.Update.MiniBatches = 1000 }, "update.mini_batches"},
 		{func(c *Config) { c.Optim.Schedule = "linear-ish" }, "linear-ish"},
 		{func(c *Config) { c.Advantage.Estimator = "ppo-ish" }, "ppo-ish"},

@@ -11,7 +11,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
-// rollout generates the step's trajectories: Rollout.Tasks tasks from src, Rollout.Group episodes
+// rollout generates the step's trajectories: Rollout.Tasks tasks from src, Rollout.GroupSize episodes
 // each. With DAPO's dynamic sampling, groups whose rewards are all equal carry no signal and are
 // dropped, and more tasks are drawn until Tasks groups with signal are collected or MaxGenBatches
 // rounds have run (then the step trains on what it has). frac_reward_zero_std is measured on the
@@ -96,14 +96,14 @@ func (t *Trainer) playPart(ctx context.Context, tasks []env.Task, lo, iter, roun
 	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
 		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, t.envs),
-		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.Group,
+		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.GroupSize,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}
 	var eps []rollout.Episode
 	for i, task := range tasks {
-		for range r.Group {
+		for range r.GroupSize {
 			eps = append(eps, rollout.Episode{Env: t.envs.New(), Task: task, Group: first + lo + i})
 		}
 	}

@@ -45,9 +45,9 @@ type Config struct {
 type RolloutConfig struct {
 	// Tasks is the number of tasks (prompts) per step: data.train_batch_size.
 	Tasks int `yaml:"tasks"`
-	// Group is the number of trajectories per task, the GRPO group:
-	// n_trajectories_per_question, actor_rollout_ref.rollout.n.
-	Group int `yaml:"group"`
+	// GroupSize is the number of trajectories per task, the GRPO group (a trajectory's Group is
+	// its group's id): n_trajectories_per_question, actor_rollout_ref.rollout.n.
+	GroupSize int `yaml:"group"`
 	// Sampling is used for every action turn (temperature, top_p, max_new_tokens per turn ...);
 	// its keys sit beside the others.
 	Sampling rollout.Sampling `yaml:",inline"`
@@ -161,7 +161,7 @@ type CriticConfig struct {
 // Defaults are verl's defaults where verl has one, scaled for small models where it matters.
 func Defaults() Config {
 	return Config{
-		Rollout: RolloutConfig{Tasks: 8, Group: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
+		Rollout: RolloutConfig{Tasks: 8, GroupSize: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
 		Advantage: algo.DefaultAdvConfig(),
 		Reward:    RewardConfig{KLKind: KLK3},
@@ -193,8 +193,8 @@ func (c *Config) Validate() error {
 	switch {
 	case r.Tasks < 1:
 		return enum.BadKey("rollout.tasks", "%d, want >= 1", r.Tasks)
-	case r.Group < 1:
-		return enum.BadKey("rollout.group", "%d, want >= 1", r.Group)
+	case r.GroupSize < 1:
+		return enum.BadKey("rollout.group", "%d, want >= 1", r.GroupSize)
 	case r.MaxTurns < 0:
 		return enum.BadKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
 	case r.MaxContextTokens < 0:
@@ -209,8 +209,8 @@ func (c *Config) Validate() error {
 		return enum.BadKey("update.epochs", "%d, want >= 1", u.Epochs)
 	case u.MiniBatches < 1:
 		return enum.BadKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
-	case u.MiniBatches > r.Tasks*r.Group:
-		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.Group)
+	case u.MiniBatches > r.Tasks*r.GroupSize:
+		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.GroupSize)
 	case u.MicroTokens < 1:
 		return enum.BadKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
 	case !(o.LR >= 0) || math.IsInf(o.LR, 0):

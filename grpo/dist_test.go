@@ -34,7 +34,7 @@ const (
 // two mini-batches per step (so ℓ_old is scored, on each rank's share).
 func distConfig() Config {
 	c := smallConfig()
-	c.Rollout.Tasks, c.Rollout.Group = 4, 2
+	c.Rollout.Tasks, c.Rollout.GroupSize = 4, 2
 	c.Update.MiniBatches = 2
 	return c
 }

@@ -47,7 +47,7 @@ func TestGRPORaisesReward(t *testing.T) {
 	var scores []float64
 	err := torch.Run(func() error {
 		cfg := smallConfig()
-		cfg.Rollout.Tasks, cfg.Rollout.Group = 4, 8
+		cfg.Rollout.Tasks, cfg.Rollout.GroupSize = 4, 8
 		cfg.Advantage.Estimator = algo.EstMultiTurnGRPO
 		cfg.Optim.LR, cfg.Optim.Warmup = 1e-2, 3
 		r := newRun(t, dir, newByteEnv(2, digitShare), cfg, nil)

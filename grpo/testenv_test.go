@@ -91,7 +91,7 @@ type run struct {
 // smallConfig is a fast configuration: 2 tasks × 4 samples, 12 new tokens per turn.
 func smallConfig() Config {
 	c := Defaults()
-	c.Rollout.Tasks, c.Rollout.Group = 2, 4
+	c.Rollout.Tasks, c.Rollout.GroupSize = 2, 4
 	c.Rollout.Sampling.MaxNewTokens = 12
 	c.Optim.LR = 1e-3
 	c.Seed = 7
@@ -110,7 +110,7 @@ func newRun(t *testing.T, dir string, e *env.Environment, cfg Config, ms func(*M
 	if r.m, err = model.Load(dir, model.Options{DType: testDType}); err != nil {
 		t.Fatal(err)
 	}
-	if r.be, err = rollout.NewModelBackend(r.m, cfg.Rollout.Tasks*cfg.Rollout.Group, 512, r.tok.EOSIDs()...); err != nil {
+	if r.be, err = rollout.NewModelBackend(r.m, cfg.Rollout.Tasks*cfg.Rollout.GroupSize, 512, r.tok.EOSIDs()...); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := rollout.NewEngine(r.be, r.tok, rollout.EngineConfig{Seed: cfg.Seed})

@@ -56,9 +56,9 @@ func TestResolutionOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// math preset: temperature 0.3 (not the default 1), group 6 replaced by the file's 5.
-	if c.Rollout.Sampling.Temperature != 0.3 || c.Rollout.Group != 5 || c.Rollout.Tasks != 6 || c.Optim.LR != 5e-6 || c.Model != "m" {
+	if c.Rollout.Sampling.Temperature != 0.3 || c.Rollout.GroupSize != 5 || c.Rollout.Tasks != 6 || c.Optim.LR != 5e-6 || c.Model != "m" {
 		t.Errorf("temperature %v group %d tasks %d lr %v model %q; want 0.3, 5, 6, 5e-6, m",
-			c.Rollout.Sampling.Temperature, c.Rollout.Group, c.Rollout.Tasks, c.Optim.LR, c.Model)
+			c.Rollout.Sampling.Temperature, c.Rollout.GroupSize, c.Rollout.Tasks, c.Optim.LR, c.Model)
 	}
 	for key, want := range map[string]string{"rollout.group": f + ":3", "rollout.tasks": "$BATCH_SIZE",
 		"optim.lr": "--lr", "rollout.temperature": "preset math", "model": "$MODEL"} {

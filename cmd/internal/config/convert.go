@@ -41,7 +41,7 @@ func (c *Config) Slots() int {
 	if c.Rollout.Slots > 0 {
 		return c.Rollout.Slots
 	}
-	return c.Rollout.Tasks * c.Rollout.Group
+	return c.Rollout.Tasks * c.Rollout.GroupSize
 }
 
 // Sampling is the sampling of training rollouts.

@@ -172,7 +172,7 @@ func TestFamilyDerived(t *testing.T) {
 			func(c *Config) bool { return c.Rollout.Tasks == 16 && c.Update.MiniBatches == 4 }, ""},
 		// 8 completions × 4 accumulation steps in groups of 4: 8 prompts per step.
 		{[]string{"per_device_train_batch_size=8", "gradient_accumulation_steps=4", "num_generations=4"},
-			func(c *Config) bool { return c.Rollout.Tasks == 8 && c.Rollout.Group == 4 }, ""},
+			func(c *Config) bool { return c.Rollout.Tasks == 8 && c.Rollout.GroupSize == 4 }, ""},
 		{[]string{"epsilon=0.2"}, func(c *Config) bool { return c.Loss.ClipLow == 0.2 && c.Loss.ClipHigh == 0.2 }, ""},
 		{[]string{"epsilon_high=0.28", "epsilon=0.2"}, func(c *Config) bool { return c.Loss.ClipLow == 0.2 && c.Loss.ClipHigh == 0.28 }, ""},
 	}

@@ -26,7 +26,7 @@ var presets = map[string]struct {
 	PresetGeneral: {"multi-turn GRPO with condensed contexts (task + last 2 steps), 4 trajectories per task, 5 turns, 2048-token contexts",
 		func(c *Config) {
 			c.Advantage.Estimator = algo.EstMultiTurnGRPO
-			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 4, 5, 2048
+			c.Rollout.GroupSize, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 4, 5, 2048
 			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseLastN, KeepLastN: 2}
 		}},
 	PresetMath: {"the seed's multi-turn math setup: GSM8K-format problems with the python tool (gsm8k_python), up to 7 turns, " +
@@ -34,7 +34,7 @@ var presets = map[string]struct {
 		func(c *Config) {
 			c.Advantage.Estimator = algo.EstMultiTurnGRPO
 			c.Env.Name, c.Env.MaxTurns = "gsm8k_python", 7
-			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
+			c.Rollout.GroupSize, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 6, 7, 4096
 			c.Rollout.Sampling.Temperature, c.Rollout.Sampling.TopP, c.Rollout.Sampling.MaxNewTokens = 0.3, 0.95, 1024
 			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseLastN, KeepLastN: 3}
 		}},
@@ -42,7 +42,7 @@ var presets = map[string]struct {
 		func(c *Config) {
 			c.Advantage.Estimator, c.Advantage.TurnCoef = algo.EstMTGRPO, 1
 			c.Env.Name = "wiki_qa"
-			c.Rollout.Group, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 8, 4, 4096
+			c.Rollout.GroupSize, c.Rollout.MaxTurns, c.Rollout.MaxContextTokens = 8, 4, 4096
 			c.Rollout.Condenser = rollout.CondenserConfig{Type: rollout.CondenseFull}
 		}},
 }

@@ -91,12 +91,12 @@ func deriveTRL(c *Config, g given) error {
 			acc, _ = strconv.Atoi(ga.node.Value)
 		}
 		completions := per * acc
-		if completions%c.Rollout.Group != 0 {
+		if completions%c.Rollout.GroupSize != 0 {
 			errs = append(errs, &Error{Where: where, Key: "per_device_train_batch_size", Err: fmt.Errorf(
 				"%d completions per step (per_device_train_batch_size %d × gradient_accumulation_steps %d) are not a whole number of groups of %d (num_generations, rollout.group)",
-				completions, per, acc, c.Rollout.Group)})
+				completions, per, acc, c.Rollout.GroupSize)})
 		} else {
-			errs = append(errs, c.Set("rollout.tasks", strconv.Itoa(completions/c.Rollout.Group), where+" (per_device_train_batch_size)"))
+			errs = append(errs, c.Set("rollout.tasks", strconv.Itoa(completions/c.Rollout.GroupSize), where+" (per_device_train_batch_size)"))
 		}
 	}
 	if e, ok := g["epsilon"]; ok {

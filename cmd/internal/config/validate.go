@@ -111,17 +111,17 @@ func (c *Config) validateData() error {
 
 func (c *Config) validateRollout() error {
 	r := c.Rollout
-	if err := c.sizes(size{"rollout.tasks", r.Tasks, 1, maxTrajectories}, size{"rollout.group", r.Group, 1, maxTrajectories},
+	if err := c.sizes(size{"rollout.tasks", r.Tasks, 1, maxTrajectories}, size{"rollout.group", r.GroupSize, 1, maxTrajectories},
 		size{"rollout.max_new_tokens", r.Sampling.MaxNewTokens, 1, maxTokens}, size{"rollout.top_k", r.Sampling.TopK, 0, maxTokens},
 		size{"rollout.max_turns", r.MaxTurns, 0, maxCount}, size{"rollout.max_context_tokens", r.MaxContextTokens, 0, maxTokens},
 		size{"rollout.max_len", r.MaxLen, 0, maxTokens}, size{"rollout.slots", r.Slots, 0, maxTrajectories},
 		size{"rollout.workers", r.Workers, 0, maxCount}); err != nil {
 		return err
 	}
-	trajs, ok := product(r.Tasks, r.Group, maxTrajectories)
+	trajs, ok := product(r.Tasks, r.GroupSize, maxTrajectories)
 	if !ok {
 		return c.bad("rollout.group", "rollout.tasks %d × rollout.group %d trajectories per step: must be at most %d",
-			r.Tasks, r.Group, maxTrajectories)
+			r.Tasks, r.GroupSize, maxTrajectories)
 	}
 	if _, ok := product(trajs, c.MaxLen(), maxTokensPerStep); !ok {
 		return c.bad("rollout.tasks", "%d trajectories per step × %d tokens each (rollout.max_len): must be at most %d tokens",
