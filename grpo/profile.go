@@ -19,16 +19,7 @@ func (m Metrics) profile(c ProfileConfig, trajs []*rollout.Trajectory) {
 	if !c.Enable && !c.Rewards && !c.Condensation {
 		return
 	}
-	var sum rollout.EpisodeProfile
-	for _, tr := range trajs {
-		q := tr.Profile
-		sum.Generate += q.Generate
-		sum.Queue += q.Queue
-		sum.Env += q.Env
-		sum.Condense += q.Condense
-		sum.Reward += q.Reward
-		sum.Reset += q.Reset
-	}
+	sum := rollout.SumProfiles(trajs)
 	if c.Enable {
 		m["profile/generate_s"], m["profile/queue_s"] = sum.Generate.Seconds(), sum.Queue.Seconds()
 		m["profile/env_s"], m["profile/reset_s"] = sum.Env.Seconds(), sum.Reset.Seconds()

@@ -19,7 +19,9 @@ type BatchProfile struct {
 }
 
 func (r *run) profile(trajs []*Trajectory) *BatchProfile {
-	p := &BatchProfile{Wall: time.Since(r.start), Episodes: len(trajs), WaitingOnWorkers: r.blocked}
+	sum := SumProfiles(trajs)
+	p := &BatchProfile{Wall: time.Since(r.start), Episodes: len(trajs), WaitingOnWorkers: r.blocked,
+		Generate: sum.Generate, Queue: sum.Queue, Env: sum.Env, Condense: sum.Condense, Reward: sum.Reward, Reset: sum.Reset}
 	now := r.d.gen.Stats()
 	p.Engine = Stats{Steps: now.Steps - r.stats0.Steps, PrefillTokens: now.PrefillTokens - r.stats0.PrefillTokens,
 		DecodeTokens: now.DecodeTokens - r.stats0.DecodeTokens, Generated: now.Generated - r.stats0.Generated,
@@ -35,13 +37,6 @@ func (r *run) profile(trajs []*Trajectory) *BatchProfile {
 		}
 		p.ContextTokens += t.ContextTokens
 		p.OutputTokens += t.OutputTokens
-		pr := t.Profile
-		p.Generate += pr.Generate
-		p.Queue += pr.Queue
-		p.Env += pr.Env
-		p.Condense += pr.Condense
-		p.Reward += pr.Reward
-		p.Reset += pr.Reset
 		switch t.End {
 		case EndDone:
 			p.EndDone++

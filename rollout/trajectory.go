@@ -148,6 +148,21 @@ type EpisodeProfile struct {
 	Wall                                          time.Duration
 }
 
+// SumProfiles adds up the phases of the trajectories' profiles (Wall stays 0: episodes overlap).
+func SumProfiles(trajs []*Trajectory) EpisodeProfile {
+	var sum EpisodeProfile
+	for _, t := range trajs {
+		q := t.Profile
+		sum.Generate += q.Generate
+		sum.Queue += q.Queue
+		sum.Env += q.Env
+		sum.Condense += q.Condense
+		sum.Reward += q.Reward
+		sum.Reset += q.Reset
+	}
+	return sum
+}
+
 // Sample is a turn laid out for training: the sequence, where scoring starts, the loss mask and
 // the sampler's log-probs, all indexed by token position.
 type Sample struct {
