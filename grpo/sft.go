@@ -123,6 +123,8 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 	for i, task := range tasks {
 		eps[i] = rollout.Episode{Env: envs.New(), Task: task, Group: i}
 	}
+	// The batch profile is not kept: scripting the demonstrations happens once, before any step,
+	// and no step's metrics would carry it (each trajectory keeps its own Profile).
 	trajs, _, err := d.Run(ctx, eps)
 	if err != nil {
 		return nil, fmt.Errorf("grpo: demonstrations: %w", err)
