@@ -37,7 +37,8 @@ case "${1:-}" in
   build)
     pkgs=(libtorch-cuda-dev libgloo-cuda-dev nvidia-cuda-dev libnccl-dev g++ make git ca-certificates) ;;
   runtime)
-    pkgs=(libtorch-cuda-2.6 libgloo-cuda-0 libnccl2 python3 ca-certificates) ;;
+    # libopenblas0-pthread: without it Debian's libblas.so.3 is the reference BLAS (slow CPU runs).
+    pkgs=(libtorch-cuda-2.6 libgloo-cuda-0 libnccl2 libopenblas0-pthread python3 ca-certificates) ;;
   *)
     echo "usage: $0 build|runtime" >&2; exit 2 ;;
 esac
