@@ -135,6 +135,23 @@ func readGob(t *testing.T, path string, v any) {
 // Each must print "dist worker rank <r> ok" unless wantFail (then its exit status is ignored).
 func runDistWorkers(t *testing.T, mode, dir, out string, timeout time.Duration, wantFail ...bool) []string {
 	t.Helper()
+	errs, res := runRanks(t, "TestDistWorker", 2, timeout, distWorkerEnv+"="+mode, distDirEnv+"="+dir, distOutEnv+"="+out)
+	for r, err := range errs {
+		if r < len(wantFail) && wantFail[r] {
+			continue
+		}
+		if err != nil || !strings.Contains(res[r], fmt.Sprintf("dist worker rank %d ok", r)) {
+			t.Errorf("rank %d (%s): %v\n%s", r, mode, err, res[r])
+		}
+	}
+	return res
+}
+
+// runRanks runs the test named test in world processes of this test binary, as the ranks of one
+// Gloo group on 127.0.0.1 (a free port, one thread each) with env added, and returns each rank's
+// exit error and output once all have ended or timeout has passed.
+func runRanks(t *testing.T, test string, world int, timeout time.Duration, env ...string) ([]error, []string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +160,10 @@ func runDistWorkers(t *testing.T, mode, dir, out string, timeout time.Duration, 
 	l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	const world = 2
-	cmds := make([]*exec.Cmd, world)
-	outs := make([]*strings.Builder, world)
+	cmds, outs := make([]*exec.Cmd, world), make([]*strings.Builder, world)
 	for r := range world {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDistWorker$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), distWorkerEnv+"="+mode, distDirEnv+"="+dir, distOutEnv+"="+out,
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(append(os.Environ(), env...),
 			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "TORCHELASTIC_USE_AGENT_STORE=",
 			"GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
@@ -159,18 +174,12 @@ func runDistWorkers(t *testing.T, mode, dir, out string, timeout time.Duration, 
 		}
 		cmds[r] = cmd
 	}
-	res := make([]string, world)
+	errs, res := make([]error, world), make([]string, world)
 	for r, cmd := range cmds {
-		err := cmd.Wait()
+		errs[r] = cmd.Wait()
 		res[r] = outs[r].String()
-		if r < len(wantFail) && wantFail[r] {
-			continue
-		}
-		if err != nil || !strings.Contains(res[r], fmt.Sprintf("dist worker rank %d ok", r)) {
-			t.Errorf("rank %d (%s): %v\n%s", r, mode, err, res[r])
-		}
 	}
-	return res
+	return errs, res
 }
 
 // TestDistWorker is one rank of the data-parallel tests (it skips unless started by them).

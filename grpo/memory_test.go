@@ -1,12 +1,8 @@
 package grpo
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,32 +32,11 @@ func TestMemoryModelGloo(t *testing.T) {
 
 // runMemoryRanks runs TestMemoryWorker in world processes and checks that each says ok.
 func runMemoryRanks(t *testing.T, world int, timeout time.Duration) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmds, outs := make([]*exec.Cmd, world), make([]*strings.Builder, world)
-	for r := range world {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMemoryWorker$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), memWorkerEnv+"=1",
-			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "TORCHELASTIC_USE_AGENT_STORE=",
-			"GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
-		outs[r] = &strings.Builder{}
-		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[r] = cmd
-	}
-	for r, cmd := range cmds {
-		err := cmd.Wait()
-		if out := outs[r].String(); err != nil || !strings.Contains(out, fmt.Sprintf("memory worker rank %d ok", r)) {
-			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, out)
+	t.Helper()
+	errs, outs := runRanks(t, "TestMemoryWorker", world, timeout, memWorkerEnv+"=1")
+	for r, err := range errs {
+		if err != nil || !strings.Contains(outs[r], fmt.Sprintf("memory worker rank %d ok", r)) {
+			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
 		}
 	}
 }
