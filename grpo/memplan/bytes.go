@@ -29,7 +29,7 @@ func ParseBytes(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v < 0 || v*scale > 1<<62 {
+	if err != nil || !(v >= 0) || v*scale > 1<<62 { // !(v >= 0) also refuses NaN
 		return 0, errorf("size %q: want a number of bytes, or one with a unit (80GiB, 80GB, 512MiB)", s)
 	}
 	return int64(v * scale), nil

@@ -149,7 +149,7 @@ func TestBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "eighty", "-1GiB", "GiB"} {
+	for _, in := range []string{"", "eighty", "-1GiB", "GiB", "NaN", "NaNGB", "Inf", "1e400GB"} {
 		if _, err := ParseBytes(in); err == nil {
 			t.Errorf("ParseBytes(%q): no error", in)
 		}
