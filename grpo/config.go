@@ -174,6 +174,10 @@ func Defaults() Config {
 	}
 }
 
+// MaxLR bounds every learning rate: AdamW moves each weight by about the rate per step, so a
+// rate above 1 (a mistyped exponent) destroys the model in a step or two.
+const MaxLR = 1
+
 // CriticLRRatio is the critic's learning rate over the actor's when critic.lr is 0: verl's default
 // pair (critic 1e-5, actor 1e-6).
 const CriticLRRatio = 10
@@ -213,8 +217,8 @@ func (c *Config) Validate() error {
 		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.GroupSize)
 	case u.MicroTokens < 1:
 		return enum.BadKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
-	case !(o.LR >= 0) || math.IsInf(o.LR, 0):
-		return enum.BadKey("optim.lr", "%v, want a finite number >= 0", o.LR)
+	case !(o.LR >= 0 && o.LR <= MaxLR):
+		return enum.BadKey("optim.lr", "%v, want a number in [0, %v]", o.LR, MaxLR)
 	case !(o.Beta1 >= 0 && o.Beta1 < 1):
 		return enum.BadKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
 	case !(o.Beta2 >= 0 && o.Beta2 < 1):
@@ -237,8 +241,8 @@ func (c *Config) Validate() error {
 		return enum.BadKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
 	case !(c.DAPO.OverlongFactor >= 0) || math.IsInf(c.DAPO.OverlongFactor, 1):
 		return enum.BadKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
-	case !(c.Critic.LR >= 0) || math.IsInf(c.Critic.LR, 1):
-		return enum.BadKey("critic.lr", "%v, want a finite number >= 0", c.Critic.LR)
+	case !(c.Critic.LR >= 0 && c.Critic.LR <= MaxLR):
+		return enum.BadKey("critic.lr", "%v, want a number in [0, %v]", c.Critic.LR, MaxLR)
 	case !(c.Critic.ValueClip >= 0) || math.IsInf(c.Critic.ValueClip, 1):
 		return enum.BadKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
 	case c.Critic.Warmup < 0:

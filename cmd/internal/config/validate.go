@@ -180,7 +180,7 @@ func (c *Config) validateLoop() error {
 		if err := c.sizes(size{"sft.batch", s.Batch, 1, maxTrajectories}, size{"sft.tasks", s.Tasks, 1, maxCount}); err != nil {
 			return err
 		}
-		if err := c.numbers(number{key: "sft.lr", v: s.LR, lo: 0, hi: math.Inf(1), loOpen: true, hiOpen: true},
+		if err := c.numbers(number{key: "sft.lr", v: s.LR, lo: 0, hi: grpo.MaxLR, loOpen: true},
 			number{key: "sft.min_lr_ratio", v: s.MinLRRatio, lo: 0, hi: 1},
 			number{key: "sft.perfect_first", v: s.PerfectFirst, lo: 0, hi: 1}); err != nil {
 			return err
