@@ -62,6 +62,34 @@
 // endless stream or a corrupt parquet file is an error naming the file and row); the python
 // tool runs in package env/sandbox.
 //
+// # Demonstrators
+//
+// Every environment with a generator has a Demonstrator (Environment.Demonstrate), the policy the
+// supervised warm-up (sft.steps) imitates. Each reads where the episode stands from the context's
+// messages alone, so it plays the same under every condenser that keeps the last step:
+//
+//   - gsm8k: the task's worked solution, ending "#### answer".
+//   - gsm8k_python: one python call, a program that redoes the worked solution's calculator
+//     steps, then "#### " and the number it printed.
+//   - calc_mult: one calculator call per factor past the first, then "#### " and the last result.
+//   - wiki_qa: a search for the question's country, then the answer read from the passages the
+//     search returned, in <answer></answer>.
+//   - countdown: an equation a solver finds over the given numbers, its steps in <think></think>
+//     and the equation in <answer></answer>.
+//   - frozenlake: a shortest path from where the lake drawn last shows the player, up to 3 moves a
+//     turn; on slippery ice 2 moves a turn, each the one most likely to reach the goal,
+//     replanned every turn (it wins about 0.4 of slippery lakes: the game allows no more).
+//   - guess_number: binary search, each guess's message writing the range it knows
+//     ("Range 51-100. <answer>75</answer>").
+//
+// Config.DirectDemos (env.direct_demos) makes a share of the tasks, chosen by a hash of the
+// question, demonstrated imperfectly, so that RL has something to fix: the answer at once,
+// without the tool or the worked steps (calc_mult, gsm8k, gsm8k_python, wiki_qa: from the ground
+// truth; countdown: the equation without its steps), or a wrong move in a game (frozenlake: a
+// first step away from the goal, never into a hole and only where the goal stays in reach;
+// guess_number: an off-centre first guess, 37 of 1..100, that binary search still recovers
+// from). Imperfect demonstrations still win, so the warm-up keeps them.
+//
 // # From outside the binary
 //
 // Tools of MCP servers (package env/mcp) join an environment through Config.ExtraTools; an

@@ -33,6 +33,13 @@ var (
 // FrozenLakeInstruction is the system prompt (RAGEN's wording, adapted).
 const FrozenLakeInstruction = `You are solving the FrozenLake puzzle. Walk on the frozen lake from the player P to the goal G without falling into a hole O. Symbols: P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal. The ice may be slippery: you can move in a direction other than the one you chose. Actions: Left, Down, Right, Up. Think briefly, then give one or more actions separated by || inside <answer></answer>, for example <answer>Left || Up</answer>.`
 
+// FrozenLake's default limits (FrozenLake.MaxTurns, MaxActionsPerTurn, MaxSteps).
+const (
+	lakeTurns          = 5
+	lakeActionsPerTurn = 3
+	lakeSteps          = 10
+)
+
 // FrozenLake is the environment.
 type FrozenLake struct {
 	// MaxTurns bounds assistant turns (default 5); MaxActionsPerTurn the actions taken from one
@@ -108,11 +115,11 @@ func (f *FrozenLake) Step(ctx context.Context, text string) (StepResult, error) 
 	}
 	f.turns++
 	res := StepResult{Assistant: Text(RoleAssistant, strings.TrimSpace(text))}
-	actions, bad := parseActions(text, def(f.MaxActionsPerTurn, 3))
+	actions, bad := parseActions(text, def(f.MaxActionsPerTurn, lakeActionsPerTurn))
 	res.Info.InvalidActions = bad
 	var taken []string
 	for _, a := range actions {
-		if f.done || f.steps >= def(f.MaxSteps, 10) {
+		if f.done || f.steps >= def(f.MaxSteps, lakeSteps) {
 			break
 		}
 		f.move(a)
@@ -125,7 +132,7 @@ func (f *FrozenLake) Step(ctx context.Context, text string) (StepResult, error) 
 			res.Info.Reward = b2f(cell == 'G')
 		}
 	}
-	if f.turns >= def(f.MaxTurns, 5) || f.steps >= def(f.MaxSteps, 10) {
+	if f.turns >= def(f.MaxTurns, lakeTurns) || f.steps >= def(f.MaxSteps, lakeSteps) {
 		f.done = true
 		res.Info.Truncated = !res.Info.Success && f.cell() != 'H'
 	}

@@ -23,6 +23,9 @@ type GuessNumber struct {
 	started bool
 }
 
+// guessTurns is GuessNumber's default MaxTurns: binary search over 1..100 needs at most 7.
+const guessTurns = 7
+
 // GuessInstruction is the system prompt.
 const GuessInstruction = `We play a game: I am thinking of an integer, and you guess it. After each guess I say "Higher." if my number is larger than your guess, or "Lower." if it is smaller. Give each guess as <answer>N</answer>.`
 
@@ -67,7 +70,7 @@ func (g *GuessNumber) Step(ctx context.Context, text string) (StepResult, error)
 		res.Info.ValidActions = 1
 		reply = "Lower."
 	}
-	if !g.done && g.turns >= def(g.MaxTurns, 7) {
+	if !g.done && g.turns >= def(g.MaxTurns, guessTurns) {
 		g.done, res.Info.Truncated = true, true
 		reply += " Out of guesses."
 	}

@@ -40,11 +40,16 @@ type Config struct {
 	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
 	Digits  int `yaml:"digits"`
 	Factors int `yaml:"factors"`
-	// DirectDemos is the share (0 to 1) of calc_mult demonstrations that state the product
-	// without calling the calculator, as a demonstrator that does the arithmetic itself would (a
-	// larger model's transcripts). A small model cannot imitate those: after such a warm-up it
-	// answers some tasks from memory and gets them wrong, and RL has to learn that calling the
-	// tool pays.
+	// DirectDemos is the share (0 to 1) of tasks, chosen by a hash of the question (so the same
+	// ones every time), whose demonstration is imperfect: it skips the tool or the worked steps
+	// and answers at once, as a demonstrator that does the work in its head would (a larger
+	// model's transcripts), or, in a game, makes a wrong move. calc_mult states the product
+	// without the calculator, gsm8k the answer without the worked solution, gsm8k_python the
+	// answer without the python call, wiki_qa the answer without searching, countdown the
+	// equation without the steps that find it; frozenlake first steps away from the goal and
+	// guess_number opens off-centre (demonstrate*.go). A small model cannot imitate the
+	// answers from memory: after such a warm-up it answers some tasks that way and gets them
+	// wrong, and RL has to learn that the tool or the steps pay.
 	DirectDemos float64 `yaml:"direct_demos"`
 	// MaxToolCalls is the most tool calls one assistant message may make (0: the default, 5);
 	// calls past it are not run and count as failed calls.
@@ -126,7 +131,7 @@ type Environment struct {
 	// Generate makes n tasks from a seed ("no generator" error for the data environment).
 	Generate func(n int, seed int64) ([]data.Row, error)
 	// Demonstrate writes a good policy's next message for supervised warm-up; nil when the
-	// environment has no demonstrator (calc_mult and gsm8k have one).
+	// environment has no demonstrator (every one with a generator has one: Demonstrates).
 	Demonstrate Demonstrator
 	// DemonstratePerfect is Demonstrate without its share of imperfect demonstrations
 	// (Config.DirectDemos); nil when Demonstrate has none, being perfect itself.
@@ -218,6 +223,14 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 	}
 }
 
+// Demonstrates reports whether the named environment has a demonstrator
+// (Environment.Demonstrate) for the supervised warm-up: every environment with a task generator
+// does (gsm8k only without extra tools).
+func Demonstrates(name string) bool {
+	_, ok := generators(Config{})[name]
+	return ok
+}
+
 // shared holds what every episode of one opened environment shares.
 type shared struct {
 	cfg    Config
@@ -286,7 +299,7 @@ const mathFinish = `give the final answer after "####", for example "#### 42".`
 func openGSM8K(cfg Config, _ *shared) (*Environment, error) {
 	e, err := chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)})
 	if err == nil && len(cfg.ExtraTools) == 0 {
-		e.Demonstrate = demonstrateGSM8K
+		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateGSM8K, directAnswer)
 	}
 	return e, err
 }
@@ -297,7 +310,11 @@ func openGSM8KPython(cfg Config, sh *shared) (*Environment, error) {
 		return nil, err
 	}
 	ts, _ := NewToolset(py)
-	return chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)})
+	e, err := chatEnvironment(cfg, "gsm8k_python", ChatEnv{System: toolSystemPrompt("python", mathFinish), Tools: ts, MaxTurns: 4, RubricFor: fixed(ToolMathRubric)})
+	if err == nil {
+		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateGSM8KPython, directAnswer)
+	}
+	return e, err
 }
 
 // calcMultInstruction is calc_mult's system prompt. It is short on purpose: the task is
@@ -309,10 +326,7 @@ func openCalcMult(cfg Config, _ *shared) (*Environment, error) {
 	ts, _ := NewToolset(Calculator{})
 	e, err := chatEnvironment(cfg, "calc_mult", ChatEnv{System: calcMultInstruction, Tools: ts, MaxTurns: cfg.mult().Factors + 1, RubricFor: fixed(CalcMultRubric)})
 	if err == nil {
-		e.Demonstrate = calcMultDemonstrator(cfg.DirectDemos)
-		if cfg.DirectDemos > 0 {
-			e.DemonstratePerfect = demonstrateCalcMult
-		}
+		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateCalcMult, directMult)
 	}
 	return e, err
 }
@@ -323,7 +337,11 @@ func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
 		return nil, err
 	}
 	ts, _ := NewToolset(st)
-	return chatEnvironment(cfg, "wiki_qa", ChatEnv{System: WikiQAInstruction, Tools: ts, MaxTurns: 4, RubricFor: fixed(QARubric)})
+	e, err := chatEnvironment(cfg, "wiki_qa", ChatEnv{System: WikiQAInstruction, Tools: ts, MaxTurns: 4, RubricFor: fixed(QARubric)})
+	if err == nil {
+		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateWikiQA, directWikiQA)
+	}
+	return e, err
 }
 
 func searchTool(cfg Config) (*SearchTool, error) {
@@ -338,7 +356,11 @@ func searchTool(cfg Config) (*SearchTool, error) {
 }
 
 func openCountdown(cfg Config, _ *shared) (*Environment, error) {
-	return chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)})
+	e, err := chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)})
+	if err == nil && len(cfg.ExtraTools) == 0 {
+		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateCountdown, directCountdown)
+	}
+	return e, err
 }
 
 // errGameTools refuses extra tools for a game: its moves are the assistant's messages.
@@ -365,18 +387,24 @@ func openFrozenLake(cfg Config, _ *shared) (*Environment, error) {
 	if err := errGameTools(cfg); err != nil {
 		return nil, err
 	}
-	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "frozenlake"), New: func() Env {
+	e := &Environment{MultiTurn: true, Generate: generatorFor(cfg, "frozenlake"), New: func() Env {
 		return &gameRubric{Env: &FrozenLake{MaxTurns: cfg.MaxTurns}, cfg: cfg}
-	}}, nil
+	}}
+	perfect, imperfect := lakeDemonstrators(cfg)
+	withDemos(e, cfg.DirectDemos, taskQuestion, perfect, imperfect)
+	return e, nil
 }
 
 func openGuess(cfg Config, _ *shared) (*Environment, error) {
 	if err := errGameTools(cfg); err != nil {
 		return nil, err
 	}
-	return &Environment{MultiTurn: true, Generate: generatorFor(cfg, "guess_number"), New: func() Env {
+	e := &Environment{MultiTurn: true, Generate: generatorFor(cfg, "guess_number"), New: func() Env {
 		return &gameRubric{Env: &GuessNumber{MaxTurns: cfg.MaxTurns}, cfg: cfg}
-	}}, nil
+	}}
+	perfect, imperfect := guessDemonstrators(cfg)
+	withDemos(e, cfg.DirectDemos, guessKey, perfect, imperfect)
+	return e, nil
 }
 
 // gameRubric applies the configured length rule to a game's rubric.

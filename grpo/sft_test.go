@@ -47,8 +47,39 @@ func TestDemonstrationsCalcMult(t *testing.T) {
 			t.Errorf("task %s: turns %q, %q", tr.Task.ID, tr.Turns[0].Text, tr.Turns[1].Text)
 		}
 	}
-	noDemo, _ := env.Open("frozenlake", env.Config{})
-	if _, err := Demonstrations(context.Background(), tok, noDemo, tasks, RolloutConfig{}); err == nil {
+	noDemo := *e
+	noDemo.Demonstrate = nil
+	if _, err := Demonstrations(context.Background(), tok, &noDemo, tasks, RolloutConfig{}); err == nil {
 		t.Error("an environment without a demonstrator gave demonstrations")
+	}
+}
+
+// Every built-in environment's demonstrator, played through the driver under each condenser that
+// keeps the last step, wins every task, so the warm-up keeps every demonstration.
+func TestDemonstrationsEveryEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	if err := tokenizer.WriteTiny(dir); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	condensers := []rollout.Condenser{rollout.Full{}, rollout.LastN{N: 1}, rollout.TokenBudget{MaxTokens: 1500}}
+	for _, name := range []string{"gsm8k", "countdown", "wiki_qa", "calc_mult", "frozenlake", "guess_number"} {
+		e, err := env.Open(name, env.Config{DirectDemos: 0.3, Factors: 3, Digits: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks := tasksOf(t, e, 12, 5)
+		for _, c := range condensers {
+			demos, err := Demonstrations(context.Background(), tok, e, tasks, RolloutConfig{Condenser: c})
+			if err != nil {
+				t.Fatalf("%s, %s: %v", name, c.Name(), err)
+			}
+			if len(demos) != len(tasks) {
+				t.Errorf("%s, %s: %d demonstrations of %d tasks", name, c.Name(), len(demos), len(tasks))
+			}
+		}
 	}
 }
