@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
@@ -101,6 +102,15 @@ func (c *Config) validateEffects() error {
 		}
 		if len(e.Tools) > 0 && c.explicit("env.tools") {
 			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
+		}
+	}
+	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
+		switch {
+		case !env.Demonstrates(e.Name):
+			noEffect("env.direct_demos", fmt.Sprintf("environment %s has no demonstrator; the share applies to the warm-up "+
+				"demonstrations of the environments with a task generator (%s)", e.Name, strings.Join(env.GeneratorNames(), ", ")))
+		case c.SFT.Steps == 0:
+			noEffect("env.direct_demos", "it shapes the warm-up's demonstrations, and sft.steps is 0 (no warm-up)")
 		}
 	}
 	if e.Budget != 0 && c.explicit("env.reward_budget") && e.Context != "scaled" {

@@ -286,6 +286,11 @@ func TestNoSilentNoOps(t *testing.T) {
 		{"critic:\n  lr: 1.0e-4\n", "", "critic.lr has no effect: there is no critic with advantage.estimator grpo_multiturn"},
 		{"algorithm:\n  gamma: 0.9\n", "", "advantage.gamma has no effect"},
 		{"algorithm:\n  gamma: 0.9\n  adv_estimator: gae\n", "", ""},
+		{"env:\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
+		{"env:\n  name: frozenlake\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
+		{"env:\n  direct_demos: 0.3\n", "", "c.yaml:3: env.direct_demos has no effect: it shapes the warm-up's demonstrations, and sft.steps is 0 (no warm-up)"},
+		{"env:\n  name: data\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", "env.direct_demos has no effect: environment data has no demonstrator; " +
+			"the share applies to the warm-up demonstrations of the environments with a task generator (calc_mult, countdown, frozenlake, gsm8k, gsm8k_python, guess_number, wiki_qa)"},
 	}
 	for _, tc := range cases {
 		f := writeYAML(t, "model: m\n"+tc.yaml)
