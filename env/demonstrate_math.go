@@ -89,7 +89,7 @@ var countdownNumbers = regexp.MustCompile(`numbers \[([0-9, ]+)\], create an equ
 
 // demonstrateCountdown finds an equation with countdownSolve and writes its steps in
 // <think></think>, then the equation in <answer></answer>.
-func demonstrateCountdown(task Task, msgs []Message) (string, error) {
+func demonstrateCountdown(task Task, _ []Message) (string, error) {
 	steps, eq, err := countdownSolution(task)
 	if err != nil {
 		return "", err

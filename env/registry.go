@@ -225,7 +225,7 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 
 // Demonstrates reports whether the named environment has a demonstrator
 // (Environment.Demonstrate) for the supervised warm-up: every environment with a task generator
-// does (gsm8k only without extra tools).
+// does (gsm8k and countdown only without extra tools).
 func Demonstrates(name string) bool {
 	_, ok := generators(Config{})[name]
 	return ok
