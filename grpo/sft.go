@@ -106,6 +106,9 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 	if envs.Demonstrate == nil {
 		return nil, fmt.Errorf("grpo: environment %s has no demonstrator for SFT", envs.Name)
 	}
+	if err := CheckDemonstrable(r); err != nil {
+		return nil, err
+	}
 	gen := &rollout.Scripted{Tok: tok, EOS: endOfTurn(tok), Turn: func(tag *rollout.TurnTag, _ int) (string, rollout.FinishReason) {
 		text, err := envs.Demonstrate(tag.Task, tag.Messages)
 		if err != nil {
@@ -139,6 +142,18 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 		return nil, fmt.Errorf("grpo: demonstrations: none of %d episodes succeeded", len(trajs))
 	}
 	return out, nil
+}
+
+// CheckDemonstrable reports whether demonstrations can be played with r's condenser. The
+// demonstrators write actions only: under the summary condenser they would answer the request for
+// a summary with an action, and the warm-up would teach the model to do the same.
+func CheckDemonstrable(r RolloutConfig) error {
+	switch r.Condenser.(type) {
+	case rollout.Summary, *rollout.Summary:
+		return &KeyError{Key: "rollout.condenser.type", Err: fmt.Errorf(
+			"summary: the warm-up's demonstrators write no summaries; use last_n, token_budget or the full history with sft.steps > 0")}
+	}
+	return nil
 }
 
 func aborted(tr *rollout.Trajectory) bool {

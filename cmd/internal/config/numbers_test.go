@@ -37,6 +37,9 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 		{set("advantage.estimator", "gae", "advantage.gamma", "1.5"), "--set: advantage.gamma: 1.5, want a value in [0, 1]"},
 		{set("optim.eps", "0"), "--set: optim.eps: 0, want a finite number > 0"},
 		{set("loss.is", "sequence_mask", "loss.is_max", "0"), "--set: loss.is_max: 0, want a finite value > 0"},
+		// The warm-up's demonstrators write no summaries.
+		{set("sft.steps", "10", "rollout.condenser.type", "summary"), "--set: rollout.condenser.type: summary: the warm-up's " +
+			"demonstrators write no summaries; use last_n, token_budget or the full history with sft.steps > 0"},
 		// Sizes: bounded, and tasks × group checked before it overflows.
 		{set("rollout.tasks", "100000000000"), "--set: rollout.tasks: 100000000000: must be at most 1048576"},
 		{set("rollout.tasks", "1048576", "rollout.group", "4"),

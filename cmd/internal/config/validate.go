@@ -38,7 +38,11 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return c.bad("rollout.condenser", "%v", err)
 	}
-	if err := g.Validate(); err != nil {
+	err = g.Validate()
+	if err == nil && c.SFT.Steps > 0 {
+		err = grpo.CheckDemonstrable(g.Rollout)
+	}
+	if err != nil {
 		var ke *grpo.KeyError
 		if errors.As(err, &ke) { // the trainer's sections are the configuration's
 			return c.bad(ke.Key, "%v", strings.TrimPrefix(ke.Err.Error(), "grpo: "))
