@@ -24,7 +24,7 @@ var planCommand = command{
 		"master weights, AdamW moments, gradient buckets, reference model, critic, KV cache, activations (with\n" +
 		"and without gradient checkpointing) and the largest logits chunk, and whether it fits the device\n" +
 		"(package grpo/memplan; docs/distributed.md). The configuration resolves as train's; of the model only\n" +
-		"config.json is read (a Hub id is fetched into the cache as train fetches it). train makes the same\n" +
+		"config.json is read (of a Hub id only config.json is fetched into the cache). train makes the same\n" +
 		"check at start on CUDA devices.",
 	examples: []string{
 		"mtgrpo plan --model models/qwen --config configs/multiturn_grpo_trainer.yaml --nproc 8 --device-memory 80GB",
@@ -53,7 +53,7 @@ func planCmd(args []string) error {
 	if err != nil {
 		return configError("plan", err)
 	}
-	dir, err := resolveModel("plan", "model", cfg.Model)
+	dir, err := resolveModelConfig("plan", "model", cfg.Model)
 	if err != nil {
 		return err
 	}

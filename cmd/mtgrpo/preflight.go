@@ -46,13 +46,24 @@ func preflight(cmd string, cfg *config.Config, nproc int) (runModels, error) {
 // directory, or a Hub id from the Hugging Face cache, downloaded there unless HF_HUB_OFFLINE=1);
 // "" stays "". A name that leads to no model is a usage error naming the key.
 func resolveModel(cmd, key, name string) (string, error) {
+	return resolveModelFiles(cmd, key, name, false)
+}
+
+// resolveModelConfig is resolveModel for a caller that reads config.json alone: of a Hub id
+// nothing else is fetched.
+func resolveModelConfig(cmd, key, name string) (string, error) {
+	return resolveModelFiles(cmd, key, name, true)
+}
+
+func resolveModelFiles(cmd, key, name string, configOnly bool) (string, error) {
 	if name == "" {
 		return "", nil
 	}
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	dir, err := hub.Resolve(context.Background(), name, hub.Options{Env: hub.FromEnv(os.LookupEnv),
-		Progress: &progress.Load{Bars: bars}, Note: func(s string) { fmt.Fprintf(os.Stderr, "mtgrpo %s: %s\n", cmd, s) }})
+		Progress: &progress.Load{Bars: bars}, Note: func(s string) { fmt.Fprintf(os.Stderr, "mtgrpo %s: %s\n", cmd, s) },
+		ConfigOnly: configOnly})
 	switch {
 	case errors.Is(err, hub.ErrNoModel):
 		return "", usagef("%s: %s: %v", cmd, key, err)

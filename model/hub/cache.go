@@ -42,13 +42,18 @@ func (c cache) cachedCommit() (string, bool) {
 	return commit, checkCommit(commit) == nil
 }
 
-// cached is the snapshot directory of the revision when the cache holds a loadable model there.
-func (c cache) cached() (string, bool) {
+// cached is the snapshot directory of the revision when the cache holds a loadable model there
+// (configOnly: its config.json).
+func (c cache) cached(configOnly bool) (string, bool) {
 	commit, ok := c.cachedCommit()
 	if !ok {
 		return "", false
 	}
 	dir := c.snapshot(commit)
+	if configOnly {
+		_, err := os.Stat(filepath.Join(dir, "config.json"))
+		return dir, err == nil
+	}
 	return dir, complete(dir)
 }
 

@@ -444,3 +444,38 @@ type recorder struct {
 func (r *recorder) Start(label string, total int64) { r.label, r.total, r.added = label, total, 0 }
 func (r *recorder) Add(n int64)                     { r.added += n }
 func (r *recorder) Done()                           { r.done++ }
+
+// ConfigOnly fetches config.json alone (a memory plan reads the architecture only), offline it
+// accepts a snapshot that has only config.json, and a full resolution afterwards fetches the
+// rest into the same snapshot without fetching config.json again.
+func TestResolveConfigOnly(t *testing.T) {
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
+	cache := t.TempDir()
+	o := options(h, cache)
+	o.ConfigOnly = true
+	dir, err := Resolve(context.Background(), "org/small", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Gets) != 1 || h.Gets["config.json"] != 1 {
+		t.Errorf("file requests %v, want config.json alone", h.Gets)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		t.Errorf("the weights were downloaded")
+	}
+	o.Offline = true
+	if got, err := Resolve(context.Background(), "org/small", o); err != nil || got != dir {
+		t.Errorf("offline, config only: %s %v, want %s", got, err, dir)
+	}
+	full := options(h, cache)
+	full.Offline = true
+	if _, err := Resolve(context.Background(), "org/small", full); !errors.Is(err, ErrNoModel) {
+		t.Errorf("offline, whole model, only config.json cached: %v, want ErrNoModel", err)
+	}
+	if got, err := Resolve(context.Background(), "org/small", options(h, cache)); err != nil || got != dir {
+		t.Fatalf("whole model: %s %v", got, err)
+	}
+	if h.Gets["config.json"] != 1 || h.Gets["model.safetensors"] != 1 || len(h.Gets) != 5 {
+		t.Errorf("file requests %v: want the 5 loader files, each once", h.Gets)
+	}
+}

@@ -24,6 +24,10 @@ type Options struct {
 	Progress Progress
 	// Note receives a line on what was done that the caller may want to show (nil: dropped).
 	Note func(string)
+	// ConfigOnly resolves a Hub id to a snapshot that holds config.json, fetching nothing else:
+	// for callers that read the architecture only (a memory plan of a 70B model needs 1 KB, not
+	// 140 GB). A later Resolve without it fetches the rest into the same snapshot.
+	ConfigOnly bool
 }
 
 // loaderFiles are the files besides the weights that the model and tokenizer loaders read.
@@ -55,7 +59,7 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 	}
 	ca := cache{root: o.Cache, id: id}
 	if o.Offline {
-		if dir, ok := ca.cached(); ok {
+		if dir, ok := ca.cached(o.ConfigOnly); ok {
 			return dir, nil
 		}
 		return "", noModel("%s: no such directory, and %s is not in the Hugging Face cache %s; HF_HUB_OFFLINE=1 forbids downloading it: download it once without HF_HUB_OFFLINE, or give a model directory",
@@ -74,7 +78,7 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 	}
 	dir, err := download(ctx, client{env: o.Env, http: o.Client}, ca, o)
 	if err != nil && isUnreachable(err) {
-		if cached, ok := ca.cached(); ok {
+		if cached, ok := ca.cached(o.ConfigOnly); ok {
 			o.Note(fmt.Sprintf("%v: using the cached %s", err, cached))
 			return cached, nil
 		}
@@ -88,7 +92,8 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 	return dir, nil
 }
 
-// download brings the revision's loader files into the cache and returns its snapshot.
+// download brings the revision's loader files (o.ConfigOnly: config.json) into the cache and
+// returns its snapshot.
 func download(ctx context.Context, c client, ca cache, o Options) (string, error) {
 	info, err := c.info(ctx, ca.id)
 	if err != nil {
@@ -108,15 +113,17 @@ func download(ctx context.Context, c client, ca cache, o Options) (string, error
 		return err
 	}
 	for name := range files {
-		if loaderFiles[name] {
+		if loaderFiles[name] && (!o.ConfigOnly || name == "config.json") {
 			if err := get(name); err != nil {
 				return "", err
 			}
 		}
 	}
-	weights, err := weightFiles(ca.snapshot(info.SHA), files)
-	if err != nil {
-		return "", noModel("%s at %s: %v", ca.id, info.SHA, err)
+	var weights []string
+	if !o.ConfigOnly {
+		if weights, err = weightFiles(ca.snapshot(info.SHA), files); err != nil {
+			return "", noModel("%s at %s: %v", ca.id, info.SHA, err)
+		}
 	}
 	for _, name := range weights {
 		if err := get(name); err != nil {
