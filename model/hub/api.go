@@ -89,10 +89,16 @@ func (c client) fileURL(id ID, commit, name string) string {
 
 // head reads a file's hash and size from the resolve URL's headers without following the
 // redirect of an LFS file (whose X-Linked-* headers are on the redirect), for a Hub whose API
-// gave no hashes.
+// gave no hashes. Relative redirects (a renamed repository) are followed, as huggingface_hub
+// does; one to another host (the CDN) is where the headers are read.
 func (c client) head(ctx context.Context, id ID, commit, name string) (expect, error) {
 	hc := *c.http
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRelativeRedirects || req.URL.Host != via[0].URL.Host {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.fileURL(id, commit, name), nil)
 	if err != nil {
 		return expect{}, err
@@ -120,6 +126,9 @@ func (c client) head(ctx context.Context, id ID, commit, name string) (expect, e
 	n, _ := strconv.ParseInt(size, 10, 64)
 	return newExpect(normalizeEtag(etag), n)
 }
+
+// maxRelativeRedirects bounds the redirects head follows within the Hub.
+const maxRelativeRedirects = 5
 
 // normalizeEtag strips the weak marker and the quotes of an ETag header.
 func normalizeEtag(s string) string {

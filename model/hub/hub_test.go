@@ -479,3 +479,21 @@ func TestResolveConfigOnly(t *testing.T) {
 		t.Errorf("file requests %v: want the 5 loader files, each once", h.Gets)
 	}
 }
+
+// A renamed repository answers with relative redirects to its new name: the API listing and the
+// downloads follow them (Go's client does), and so does the HEAD that reads a mirror's hashes,
+// while it still stops at the CDN's redirect, where an LFS file's headers are.
+func TestResolveMovedRepository(t *testing.T) {
+	repo := smallModel()
+	repo.Bare = true
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/new": repo})
+	h.Moved = map[string]string{"org/old": "org/new"}
+	dir, err := Resolve(context.Background(), "org/old", options(h, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := repo.Files[commitMain]["model.safetensors"]
+	if link, _ := os.Readlink(filepath.Join(dir, "model.safetensors")); link != filepath.Join("..", "..", "blobs", hubtest.SHA256(weights)) {
+		t.Errorf("model.safetensors links to %q", link)
+	}
+}

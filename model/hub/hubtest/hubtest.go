@@ -41,7 +41,10 @@ type Hub struct {
 	Stall  map[string]int // file → bytes sent before the server stops sending (once)
 	Ranges []string       // Range headers of file requests, in order
 	Gets   map[string]int // file → GET requests
-	APIs   int            // API requests
+	// Moved answers every request for a renamed repository (old ORG/NAME → new) with a
+	// redirect to the same path under the new name, relative as the Hub's are.
+	Moved map[string]string
+	APIs  int // API requests
 }
 
 // New serves repos (by ORG/NAME) until the test ends; private ones need the token Token.
@@ -75,6 +78,11 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.SplitN(p, "/", 5) // ORG NAME revision|resolve REV FILE
 	if len(parts) < 4 {
 		http.NotFound(w, r)
+		return
+	}
+	if to, ok := h.Moved[parts[0]+"/"+parts[1]]; ok {
+		w.Header().Set("Location", strings.Replace(r.URL.RequestURI(), "/"+parts[0]+"/"+parts[1]+"/", "/"+to+"/", 1))
+		w.WriteHeader(http.StatusTemporaryRedirect)
 		return
 	}
 	repo := h.Repos[parts[0]+"/"+parts[1]]
