@@ -31,6 +31,13 @@ type ForwardOptions struct {
 	// Hidden also returns the final hidden states (after the last norm) [rows, cols, hidden]; in
 	// Train they carry gradients, so a value head (a PPO critic) can be trained through the model.
 	Hidden bool
+	// GradsReady (Train only), when set, is called by Backward each time a unit's gradients are
+	// complete (units: see Model.Units), so that they can be reduced and dropped before the next
+	// unit's are made: the last unit (the final norm and an untied head) after the head's backward,
+	// then layer by layer down to the embedding (unit 0). With Checkpoint each layer's call follows
+	// its own backward; without it, the layers' calls follow the one backward pass through all of
+	// them. The order is the same in every pass.
+	GradsReady func(unit int)
 }
 
 // DefaultHeadMemoryBudget is the HeadMemoryBudget that 0 selects: 1 GiB of float32 logits, which

@@ -113,18 +113,31 @@ func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 	}
 	g = g.View(p.last.Shape()...)
 	defer p.release()
+	p.ready(p.m.NumUnits() - 1)
 	if !p.o.Checkpoint {
 		torch.Backward([]*torch.Tensor{p.last}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+		for u := len(p.m.Layers); u >= 0; u-- {
+			p.ready(u)
+		}
 		return nil
 	}
 	for l := len(p.m.Layers) - 1; l >= 0; l-- {
 		g = p.backwardLayer(l, g)
+		p.ready(1 + l)
 	}
 	torch.EnableGrad(func() {
 		x := p.m.embed(p.ids)
 		torch.Backward([]*torch.Tensor{x}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
 	})
+	p.ready(0)
 	return nil
+}
+
+// ready tells ForwardOptions.GradsReady, if set, that unit u's gradients are complete.
+func (p *Pass) ready(u int) {
+	if p.o.GradsReady != nil {
+		p.o.GradsReady(u)
+	}
 }
 
 // release frees what only the backward pass needed (the Output tensors stay for metrics).
