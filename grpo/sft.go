@@ -47,7 +47,7 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 			}
 			nll += v
 		}
-		return nil
+		return idlePasses(t.dist.trainGroup(), t.opt, len(micros))
 	})
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (t *Trainer) sftMicro(micro []*sample, tokens int) (float64, error) {
 	err = torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Checkpoint: t.cfg.Update.Checkpoint})
+		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady()})
 		if err != nil {
 			return fmt.Errorf("grpo: sft pass: %w", err)
 		}

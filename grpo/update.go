@@ -51,6 +51,9 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 					return err
 				}
 			}
+			if err := idlePasses(t.dist.trainGroup(), opt, len(mcs)); err != nil {
+				return fmt.Errorf("grpo: step %d: %w", t.iter, err)
+			}
 			if err := step(); err != nil {
 				return err
 			}
@@ -62,6 +65,16 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 	}
 	acc.report(m)
 	return nil
+}
+
+// idlePasses makes the passes this rank owes the others' collectives after its n (ZeRO-2: the
+// most micro-batches of any rank, agreed first).
+func idlePasses(g *torch.ProcessGroup, opt optimizer, n int) error {
+	return inCollective(g, "matching the other ranks' backward passes", func() {
+		for i := opt.Passes(n); i > n; i-- {
+			opt.Idle()
+		}
+	})
 }
 
 // optimizerStep sums the gradients across ranks (data parallel), clips them, and steps AdamW with
@@ -103,7 +116,7 @@ func (t *Trainer) microStep(micro []*sample, first bool, acc *statAcc) error {
 		s := torch.NewScope()
 		defer s.Close()
 		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Temperature: t.temperature(), Entropy: true,
-			Checkpoint: t.cfg.Update.Checkpoint})
+			Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady()})
 		if err != nil {
 			return fmt.Errorf("grpo: training pass: %w", err)
 		}

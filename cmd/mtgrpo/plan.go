@@ -94,12 +94,9 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
 		Slots: cfg.Slots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
-		Critic: g.NeedsCritic(), Device: device}
+		Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
-	}
-	if cfg.Dist.Zero1 {
-		r.Stage = memplan.StageZeRO1
 	}
 	return r, nil
 }

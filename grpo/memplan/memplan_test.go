@@ -42,6 +42,10 @@ func TestPredictPersistent(t *testing.T) {
 	single.World = 1
 	dp := tinyRun()
 	dp.Stage = StageDP
+	z2 := tinyRun()
+	z2.Stage = StageZeRO2
+	z2plain := z2
+	z2plain.Checkpointing = false
 	z3 := tinyRun()
 	z3.Stage = StageZeRO3
 	cases := []struct {
@@ -62,8 +66,20 @@ func TestPredictPersistent(t *testing.T) {
 		// The last rank holds 356 − 2·119 = 118 real elements: moments 2·118·4 = 944; its master
 		// and gradient shards are padded to 119.
 		{"zero1 rank 2", tinyRun(), 2, persistent{712, 1188, 476, 944, 60}},
-		// ZeRO-3 (planned): weights 119·2 = 238; gradients 119·4 + 2·64 = 604.
-		{"zero3 rank 0", z3, 0, persistent{238, 604, 476, 952, 60}},
+		// ZeRO-2 on 3 ranks, by unit: embedding 40 (tied head), layers 156 and 156, final norm 4;
+		// shards ⌈40/3⌉ = 14, 52, 52, ⌈4/3⌉ = 2: S = 120 (masters and gradient shards 480); rank 0
+		// holds 120 real elements (moments 960); round c = max(min(14, 5), min(52, 5), ...) = 5,
+		// buffer 60. In flight with checkpointing: the tied embedding's 40 (from the head's
+		// backward to its own) and the largest other unit's, a layer's 156: 196·2 = 392;
+		// gradients 480 + 392 = 872.
+		{"zero2 rank 0", z2, 0, persistent{712, 872, 480, 960, 60}},
+		// Rank 2: embedding 40 − 28 = 12, layers 52 and 52, norm 4 − 4 = 0: 116 (moments 928).
+		{"zero2 rank 2", z2, 2, persistent{712, 872, 480, 928, 60}},
+		// Without checkpointing the layers' backward is one call: all but the norm's 4 in
+		// flight, (356 − 4)·2 = 704; gradients 480 + 704 = 1184.
+		{"zero2 no checkpointing", z2plain, 0, persistent{712, 1184, 480, 960, 60}},
+		// ZeRO-3 (planned): as ZeRO-2, and weights 120·2 = 240.
+		{"zero3 rank 0", z3, 0, persistent{240, 872, 480, 960, 60}},
 	}
 	for _, c := range cases {
 		if got := persistentOf(predict(t, c.r, c.rank)); got != c.want {
@@ -117,9 +133,9 @@ func TestFits(t *testing.T) {
 			t.Errorf("device %d: fits %v (check %v), want %v", c.device, p.Fits(), p.Check(), c.fits)
 		}
 	}
-	r.Stage, r.Device = StageZeRO2, 0
+	r.Stage, r.Device = StageZeRO3, 0
 	if err := predict(t, r, 0).Check(); err == nil || !strings.Contains(err.Error(), "not implemented") {
-		t.Errorf("stage 2: %v, want a refusal", err)
+		t.Errorf("stage 3: %v, want a refusal", err)
 	}
 }
 
