@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -42,6 +43,80 @@ func TestHeadMemoryBudget(t *testing.T) {
 			}
 			torch.ZeroGrad(m.ParameterTensors())
 			s.Close()
+		}
+		return nil
+	})
+}
+
+// GradsReady is told each unit once per Backward, the last unit first and the embedding last, with
+// and without checkpointing; when a unit is told, its gradients are complete (each equals the
+// gradient the whole pass gives it; bfloat16 recomputes within 4 % of the tensor's largest).
+func TestGradsReady(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", true, 53) // tied: the head's gradients go to the embedding
+		defer m.Close()
+		m.SetTrainable(true)
+		b, err := NewBatch(randomSeqs(54, m.Config.VocabSize, 5, 6), false)
+		if err != nil {
+			return err
+		}
+		params, units := m.ParameterTensors(), m.Units()
+		if len(units) != len(params) || units[0] != 0 || units[len(units)-1] != m.NumUnits()-1 {
+			t.Fatalf("units %v for %d parameters, %d units", units, len(params), m.NumUnits())
+		}
+		want := []int{m.NumUnits() - 1}
+		for u := len(m.Layers); u >= 0; u-- {
+			want = append(want, u)
+		}
+		// The whole pass's gradients, to compare each unit's with when it is told.
+		s := torch.NewScope()
+		defer s.Close()
+		p, err := m.Train(b, ForwardOptions{})
+		if err != nil {
+			return err
+		}
+		if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+			return err
+		}
+		whole := make([][]float32, len(params))
+		for i, w := range params {
+			whole[i] = w.Grad().Float32s()
+		}
+		for _, ckpt := range []bool{false, true} {
+			torch.ZeroGrad(params)
+			var got []int
+			ready := func(u int) {
+				got = append(got, u)
+				for i, w := range params {
+					if units[i] != u {
+						continue
+					}
+					scale := 0.0
+					for _, v := range whole[i] {
+						scale = math.Max(scale, math.Abs(float64(v)))
+					}
+					if d := maxAbsDiff(w.Grad().Float32s(), whole[i]); d > tol(1e-5, 0.04*scale) {
+						t.Errorf("checkpoint %v: unit %d told with parameter %d's gradient %g from the whole pass's", ckpt, u, i, d)
+					}
+				}
+			}
+			p, err := m.Train(b, ForwardOptions{Checkpoint: ckpt, GradsReady: ready})
+			if err != nil {
+				return err
+			}
+			if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+				return err
+			}
+			if len(got) != len(want) {
+				t.Errorf("checkpoint %v: told %v, want %v", ckpt, got, want)
+				continue
+			}
+			for k := range want {
+				if got[k] != want[k] {
+					t.Errorf("checkpoint %v: told %v, want %v", ckpt, got, want)
+					break
+				}
+			}
 		}
 		return nil
 	})
