@@ -37,17 +37,19 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 		// Data parallel: every rank has every demonstration and trains its share; the loss is the
 		// whole batch's token mean, so the summed gradients are the single-process ones.
 		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
-		for i, micro := range micros {
-			if i == len(micros)-1 {
-				t.opt.Arm()
+		return matchedPasses(t.dist.trainGroup(), t.opt, len(micros), func() error {
+			for i, micro := range micros {
+				if i == len(micros)-1 {
+					t.opt.Arm()
+				}
+				v, err := t.sftMicro(micro, tokens)
+				if err != nil {
+					return err
+				}
+				nll += v
 			}
-			v, err := t.sftMicro(micro, tokens)
-			if err != nil {
-				return err
-			}
-			nll += v
-		}
-		return idlePasses(t.dist.trainGroup(), t.opt, len(micros))
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err

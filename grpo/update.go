@@ -43,15 +43,18 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 				return err
 			}
 			mcs := pack(t.dist.share(mb), u.MicroTokens)
-			for i, mc := range mcs {
-				if i == len(mcs)-1 {
-					opt.Arm()
+			err := matchedPasses(t.dist.trainGroup(), opt, len(mcs), func() error {
+				for i, mc := range mcs {
+					if i == len(mcs)-1 {
+						opt.Arm()
+					}
+					if err := micro(mc, epoch, acc); err != nil {
+						return err
+					}
 				}
-				if err := micro(mc, epoch, acc); err != nil {
-					return err
-				}
-			}
-			if err := idlePasses(t.dist.trainGroup(), opt, len(mcs)); err != nil {
+				return nil
+			})
+			if err != nil {
 				return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 			}
 			if err := step(); err != nil {
@@ -67,11 +70,19 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 	return nil
 }
 
-// idlePasses makes the passes this rank owes the others' collectives after its n (ZeRO-2: the
-// most micro-batches of any rank, agreed first).
-func idlePasses(g *torch.ProcessGroup, opt optimizer, n int) error {
-	return inCollective(g, "matching the other ranks' backward passes", func() {
-		for i := opt.Passes(n); i > n; i-- {
+// matchedPasses runs this rank's n backward passes (run) and then the idle ones it owes the other
+// ranks' collectives: under ZeRO-2 every rank makes as many passes as the rank with the most
+// micro-batches, a count agreed before any pass (a collective of its own).
+func matchedPasses(g *torch.ProcessGroup, opt optimizer, n int, run func() error) error {
+	total := n
+	if err := inCollective(g, "agreeing on the backward passes", func() { total = opt.Passes(n) }); err != nil {
+		return err
+	}
+	if err := run(); err != nil {
+		return err
+	}
+	return inCollective(g, "idle backward passes", func() {
+		for i := n; i < total; i++ {
 			opt.Idle()
 		}
 	})
