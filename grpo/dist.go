@@ -32,8 +32,9 @@ import (
 //     token's weight already is its share of the mini-batch's loss, the sum is the single-process
 //     gradient; only the order of additions differs (float rounding).
 //   - Loss statistics are summed (maxima maxed) across ranks before they are read.
-//   - With ZeRO-1 or -2 (DistConfig.Stage) each rank keeps a 1/N shard of the float32 masters and AdamW
-//     moments (dist_zero.go).
+//   - With ZeRO-1, -2 or -3 (DistConfig.Stage) each rank keeps a 1/N shard of the float32
+//     masters and AdamW moments (dist_zero.go), at stage 2 and 3 of the gradients, at stage 3 of
+//     the weights during the update (dist_zero3.go).
 //   - With rollout ahead (DistConfig.RolloutRanks) some ranks only generate, one batch ahead of
 //     the ranks that train (dist_ahead.go).
 //
@@ -47,7 +48,9 @@ type DistConfig struct {
 	// reduce-scattered at the end of each mini-batch, each rank updates its shard, the weights are
 	// all-gathered (dist_zero.go). StageZeRO2 also shards the gradients: they are reduce-scattered
 	// after every backward pass into the float32 shard, never accumulated whole across
-	// micro-batches (dist_zero2.go). StageZeRO3 is refused (not implemented).
+	// micro-batches. StageZeRO3 also shards the weights in the update: a unit's are gathered
+	// for its forward and again for its (checkpointed) backward, the whole policy for generation
+	// (dist_zero3.go).
 	Stage memplan.Stage
 	// BucketBytes is the size of a gradient bucket (0: torch.DefaultBucketBytes, DDP's 25 MB).
 	BucketBytes int64
@@ -80,8 +83,8 @@ func NewDist(pg *torch.ProcessGroup, c DistConfig) (*Dist, error) {
 		return nil, fmt.Errorf("grpo: dist: bucket_bytes %d, rollout_ranks %d and timeout %v must be >= 0",
 			c.BucketBytes, c.RolloutRanks, c.Timeout)
 	}
-	if c.Stage < memplan.StageDP || !c.Stage.Implemented() {
-		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d is not implemented (stages 0, 1 and 2 run)", c.Stage)
+	if c.Stage < memplan.StageDP || c.Stage > memplan.StageZeRO3 {
+		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d: want 0 to 3", c.Stage)
 	}
 	d := &Dist{pg: pg, train: pg, cfg: c}
 	if c.RolloutRanks == 0 {
@@ -182,6 +185,10 @@ func span(n, parts, k int) (lo, hi int) {
 
 // check refuses what data parallelism does not support with cfg.
 func (d *Dist) check(cfg Config) error {
+	if d != nil && d.cfg.Stage == memplan.StageZeRO3 && !cfg.Update.Checkpoint {
+		return &KeyError{Key: "update.gradient_checkpointing",
+			Err: fmt.Errorf("grpo: dist: ZeRO-3 gathers each layer again for its backward: set update.gradient_checkpointing")}
+	}
 	if !d.ahead() {
 		return nil
 	}
@@ -212,10 +219,10 @@ func (d *Dist) broadcastWeights(ms Models) error {
 }
 
 // newOptimizer makes the policy's optimizer: whole (with gradient buckets when data parallel) or
-// sharded (ZeRO-1, ZeRO-2 by units: one per parameter, see model.Model.Units).
-func (d *Dist) newOptimizer(params []torch.NamedTensor, units []int, lr float64, o OptimConfig) (optimizer, error) {
+// sharded (ZeRO-1; ZeRO-2 and -3 by the units of l).
+func (d *Dist) newOptimizer(params []torch.NamedTensor, l unitLayout, lr float64, o OptimConfig) (optimizer, error) {
 	if d != nil && d.cfg.Stage != memplan.StageDP {
-		return newShardedAdamW(d.train, params, units, d.cfg.Stage == memplan.StageZeRO2, lr, o, d.cfg.BucketBytes)
+		return newShardedAdamW(d.train, params, l, d.cfg.Stage, lr, o, d.cfg.BucketBytes)
 	}
 	return newWholeAdamW(params, lr, o, d)
 }

@@ -204,7 +204,7 @@ func TestDistWorker(t *testing.T) {
 	dir, out := os.Getenv(distDirEnv), os.Getenv(distOutEnv)
 	err = torch.Run(func() error {
 		switch mode {
-		case "dp", "zero", "zero2":
+		case "dp", "zero", "zero2", "zero3":
 			distTrainWorker(t, pg, mode, dir, out)
 		case "ahead":
 			aheadWorker(t, pg, dir, out)
@@ -223,18 +223,20 @@ func TestDistWorker(t *testing.T) {
 	}
 }
 
-// distTrainWorker runs distScript as one rank of plain data parallelism (dp), ZeRO-1 (zero) or
-// ZeRO-2 with gradient checkpointing (zero2: units reduced layer by layer in the backward), with
+// distTrainWorker runs distScript as one rank of plain data parallelism (dp), ZeRO-1 (zero),
+// ZeRO-2 or ZeRO-3 with gradient checkpointing (zero2: units reduced layer by layer in the
+// backward; zero3: also their weights gathered layer by layer in the update), with
 // small buckets so that several buckets and gather rounds are used; rank 0 saves the checkpoint
 // (weights, state, progress) and every rank its record.
 func distTrainWorker(t *testing.T, pg *torch.ProcessGroup, mode, dir, out string) {
-	stage := map[string]memplan.Stage{"dp": memplan.StageDP, "zero": memplan.StageZeRO1, "zero2": memplan.StageZeRO2}[mode]
+	stage := map[string]memplan.Stage{"dp": memplan.StageDP, "zero": memplan.StageZeRO1, "zero2": memplan.StageZeRO2,
+		"zero3": memplan.StageZeRO3}[mode]
 	d, err := NewDist(pg, DistConfig{Stage: stage, Overlap: mode == "dp", BucketBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := distConfig()
-	c.Update.Checkpoint = mode == "zero2"
+	c.Update.Checkpoint = stage >= memplan.StageZeRO2
 	r := newRun(t, dir, newPromptEnv(), c, nil, WithDist(d))
 	defer r.close()
 	save := func(r *run) {
@@ -258,15 +260,16 @@ type distCkpt struct {
 	Weights  map[string][]float32
 }
 
-// TestDistributedTraining: two ranks, plain data parallel and ZeRO-1, against one process running
-// the same script (eval, 3 steps of 4 tasks × 2 with 2 mini-batches each, SFT).
+// TestDistributedTraining: two ranks, plain data parallel and ZeRO-1, -2 and -3, against one
+// process running the same script (eval, 3 steps of 4 tasks × 2 with 2 mini-batches each, SFT).
 //
 //   - Ranks end with bitwise identical weights (they apply the same summed gradients).
 //   - Sharded eval gives the single-process metrics exactly (same seeds, same weights).
 //   - Weights equal the single process's within distTol: the sums over ranks add the same terms in
 //     another order, so gradients differ in the last bits of float32 (see distTol).
 //   - ZeRO-1 equals plain data parallel within the same tolerance (its norm is summed in another
-//     order), and its checkpoint, resumed by one unsharded process, continues the run.
+//     order), and its checkpoint, resumed by one unsharded process, continues the run; so do
+//     ZeRO-2's and ZeRO-3's against the single process.
 func TestDistributedTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
@@ -281,7 +284,7 @@ func TestDistributedTraining(t *testing.T) {
 		ref = distScript(t, r, nil)
 	})
 	recs := map[string][2]distRecord{}
-	for _, mode := range []string{"dp", "zero", "zero2"} {
+	for _, mode := range []string{"dp", "zero", "zero2", "zero3"} {
 		runDistWorkers(t, mode, dir, out, 3*time.Minute)
 		if t.Failed() {
 			return
@@ -308,6 +311,7 @@ func TestDistributedTraining(t *testing.T) {
 	}
 	checkResume(t, dir, out, "zero", ref, recs["zero"][0])
 	checkResume(t, dir, out, "zero2", ref, recs["zero2"][0])
+	checkResume(t, dir, out, "zero3", ref, recs["zero3"][0])
 }
 
 // distTol bounds |single process − data parallel| on any weight during the script. A gradient

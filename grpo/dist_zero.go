@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -44,11 +46,18 @@ type shardedAdamW struct {
 	pg     *torch.ProcessGroup
 	names  []string
 	params []*torch.Tensor
+	shapes [][]int64 // the parameters' (they hold empty placeholders while ZeRO-3 shards them)
 	units  []*flatUnit
-	eager  bool  // ZeRO-2: reduce unit by unit inside each backward pass
-	local  int64 // this rank's elements: the sum of its units' shards
-	chunk  int64 // elements per rank and round (the largest unit's)
-	scope  *torch.Scope
+	stage  memplan.Stage
+	eager  bool // ZeRO-2 and -3: reduce unit by unit inside each backward pass
+	tied   bool // the model's head is its embedding (ZeRO-3 keeps unit 0 gathered through a pass)
+	// ZeRO-3 (dist_zero3.go): sharded says the parameters hold placeholders; full[i] is the
+	// tensor parameter i is swapped with while its unit is gathered (the placeholder then).
+	sharded bool
+	full    []*torch.Tensor
+	local   int64 // this rank's elements: the sum of its units' shards
+	chunk   int64 // elements per rank and round (the largest unit's)
+	scope   *torch.Scope
 	// master and grad are this rank's shards of every unit, one after the other ([local] float32)
 	master, grad *torch.Tensor
 	buf          *torch.Tensor // [world·chunk] float32: one round's input or output
@@ -63,6 +72,7 @@ type flatUnit struct {
 	params                  []int
 	offs                    []int64
 	total, shard, lo, local int64
+	gathered                bool // ZeRO-3: its weights are whole (see Gather)
 }
 
 // piece is the part of a parameter in this rank's shards: elements [at, at+n) of the flattened
@@ -73,21 +83,34 @@ type piece struct {
 	master, grd *torch.Tensor // views of the shards' master and gradient
 }
 
-// newShardedAdamW shards params' optimizer state across pg's ranks; every rank calls it with the
-// same parameters. units (one per parameter, numbered from 0 in the order their gradients are
-// complete backwards: see model.Model.Units) groups them for ZeRO-2 (eager); ZeRO-1 makes one unit
-// of all. Call on the torch thread.
-func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, units []int, eager bool, lr float64,
+// unitLayout is how a model's parameters group into units (model.Model.Units: one number per
+// parameter, from 0 in the order the forward pass uses them) and whether its head is tied to the
+// embedding.
+type unitLayout struct {
+	units []int
+	tied  bool
+}
+
+func layoutOf(m *model.Model) unitLayout {
+	return unitLayout{units: m.Units(), tied: m.Config.TieWordEmbeddings}
+}
+
+// newShardedAdamW shards params' optimizer state across pg's ranks at stage 1, 2 or 3; every rank
+// calls it with the same parameters. ZeRO-1 makes one unit of all parameters; ZeRO-2 and -3 group
+// them by l. Call on the torch thread.
+func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitLayout, stage memplan.Stage, lr float64,
 	o OptimConfig, bucketBytes int64) (z *shardedAdamW, err error) {
 	defer torch.Recover(&err)
-	z = &shardedAdamW{pg: pg, eager: eager}
+	z = &shardedAdamW{pg: pg, stage: stage, eager: stage >= memplan.StageZeRO2, tied: l.tied}
 	for _, p := range params {
 		if dt := p.Tensor.DType(); dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
 			return nil, fmt.Errorf("grpo: zero: parameter %q is %s: float32, bfloat16 or float16 only", p.Name, dt)
 		}
 		z.names, z.params = append(z.names, p.Name), append(z.params, p.Tensor)
+		z.shapes = append(z.shapes, p.Tensor.Shape())
 	}
-	if err := z.layUnits(units, bucketBytes); err != nil {
+	z.full = make([]*torch.Tensor, len(z.params))
+	if err := z.layUnits(l.units, bucketBytes); err != nil {
 		return nil, err
 	}
 	z.scope = torch.NewLongScope("zero")
@@ -100,7 +123,7 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, units [
 		for _, u := range z.units {
 			torch.NoGrad(func() { z.copyFlat(u, z.master.Narrow(0, u.local, u.shard), u.lo, false, z.weight) })
 			for k, i := range u.params {
-				a, b := max(u.lo, u.offs[k]), min(u.lo+u.shard, u.offs[k]+z.params[i].Numel())
+				a, b := max(u.lo, u.offs[k]), min(u.lo+u.shard, u.offs[k]+z.numel(i))
 				if a >= b {
 					continue
 				}
@@ -128,7 +151,7 @@ func (z *shardedAdamW) layUnits(units []int, bucketBytes int64) error {
 		return fmt.Errorf("grpo: zero: %d units for %d parameters", len(units), len(z.params))
 	}
 	world, rank := int64(z.pg.Size()), int64(z.pg.Rank())
-	for i, p := range z.params {
+	for i := range z.params {
 		k := 0
 		if z.eager {
 			if k = units[i]; k < 0 || k > len(z.params) {
@@ -140,7 +163,7 @@ func (z *shardedAdamW) layUnits(units []int, bucketBytes int64) error {
 		}
 		u := z.units[k]
 		u.params, u.offs = append(u.params, i), append(u.offs, u.total)
-		u.total += p.Numel()
+		u.total += z.numel(i)
 	}
 	if bucketBytes <= 0 {
 		bucketBytes = torch.DefaultBucketBytes
@@ -157,6 +180,15 @@ func (z *shardedAdamW) layUnits(units []int, bucketBytes int64) error {
 
 func (z *shardedAdamW) weight(i int) *torch.Tensor { return z.params[i] }
 
+// numel is parameter i's number of elements (from its shape: it may hold a placeholder).
+func (z *shardedAdamW) numel(i int) int64 {
+	n := int64(1)
+	for _, d := range z.shapes[i] {
+		n *= d
+	}
+	return n
+}
+
 func (z *shardedAdamW) gradOf(i int) *torch.Tensor { return z.params[i].Grad() }
 
 // copyFlat copies between flat, a 1-d view, and unit u's flat space's elements [a, a+len(flat)):
@@ -167,7 +199,7 @@ func (z *shardedAdamW) copyFlat(u *flatUnit, flat *torch.Tensor, a int64, toPara
 	if !toParams {
 		flat.Fill_(0)
 	}
-	size := func(k int) int64 { return z.params[u.params[k]].Numel() }
+	size := func(k int) int64 { return z.numel(u.params[k]) }
 	k := sort.Search(len(u.offs), func(k int) bool { return u.offs[k]+size(k) > a })
 	for ; k < len(u.params) && u.offs[k] < a+n; k++ {
 		pa, pb := max(a, u.offs[k]), min(a+n, u.offs[k]+size(k))
@@ -240,15 +272,33 @@ func (z *shardedAdamW) Passes(n int) int {
 	return int(most)
 }
 
-// Idle makes a backward pass's reductions with no gradients of this rank (ZeRO-2), in the order
-// model.Pass.Backward completes the units: the last first, down to the embedding.
+// Idle makes a pass's collectives with no gradients of this rank (ZeRO-2 and -3), in the order
+// model.Pass makes them (see model.ForwardOptions.Weights): ZeRO-3's gathers in the forward
+// pass, then the reductions from the last unit down to the embedding, each layer gathered again
+// first under ZeRO-3.
 func (z *shardedAdamW) Idle() {
 	if !z.eager {
 		return
 	}
-	for k := len(z.units) - 1; k >= 0; k-- {
-		z.reduce(z.units[k])
+	last := len(z.units) - 1
+	for k := 0; k <= last; k++ {
+		z.Gather(k)
+		if k > 0 && k < last || k == 0 && !z.tied {
+			z.Release(k)
+		}
 	}
+	z.reduce(z.units[last])
+	z.Release(last)
+	for k := last - 1; k >= 1; k-- {
+		z.Gather(k)
+		z.reduce(z.units[k])
+		z.Release(k)
+	}
+	if !z.tied {
+		z.Gather(0)
+	}
+	z.reduce(z.units[0])
+	z.Release(0)
 }
 
 // ClipGradNorm reduces the gradients into this rank's shards (ZeRO-1; ZeRO-2 has already) and
@@ -282,7 +332,9 @@ func (z *shardedAdamW) Step(lr float64) {
 	z.opt.Config.LR = lr
 	z.opt.Step()
 	z.opt.ZeroGrad()
-	z.gather()
+	if !z.sharded { // ZeRO-3 gathers the masters unit by unit when the next pass needs them
+		z.gather()
+	}
 	torch.NoGrad(func() { z.grad.Fill_(0) })
 }
 

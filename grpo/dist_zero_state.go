@@ -40,7 +40,7 @@ func (z *shardedAdamW) State() map[string]*torch.Tensor {
 			hosts[suf] = z.gatherHost(u, flats[suf].Narrow(0, u.local, u.shard))
 		}
 		for k, i := range u.params {
-			shape, n := z.params[i].Shape(), z.params[i].Numel()
+			shape, n := z.shapes[i], z.numel(i)
 			whole := func(suf string) *torch.Tensor { return hosts[suf].Narrow(0, u.offs[k], n).Reshape(shape...) }
 			name := z.names[i]
 			out[name+sufExpAvg], out[name+sufExpAvgSq] = whole(sufExpAvg), whole(sufExpAvgSq)

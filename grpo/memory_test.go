@@ -59,7 +59,7 @@ func TestMemoryWorker(t *testing.T) {
 	}
 	err = torch.Run(func() error {
 		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
-			for _, st := range []memplan.Stage{memplan.StageDP, memplan.StageZeRO1, memplan.StageZeRO2} {
+			for st := memplan.StageDP; st <= memplan.StageZeRO3; st++ {
 				checkRankMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, st)
 			}
 		}
@@ -109,7 +109,7 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 			t.Fatal(err)
 		}
 	}
-	opt, err := d.newOptimizer(m.Parameters(), m.Units(), 1e-3, Defaults().Optim)
+	opt, err := d.newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +137,12 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 	s := torch.NewScope()
 	defer s.Close()
 	s.With(func() {
-		if stage == memplan.StageZeRO2 && pg != nil {
+		switch {
+		case stage == memplan.StageZeRO2 && pg != nil:
 			checkInFlight(t, name, m, opt, kv, want, p)
+			return
+		case stage == memplan.StageZeRO3 && pg != nil:
+			checkGathered(t, name, m, opt.(*shardedAdamW), kv, want, p)
 			return
 		}
 		for _, w := range m.ParameterTensors() {
@@ -184,6 +188,35 @@ func checkInFlight(t *testing.T, name string, m *model.Model, opt optimizer, kv 
 	want.Grads -= p.GradsInFlight
 	if got := measureRank(m, opt, kv); got != want {
 		t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
+	}
+}
+
+// checkGathered measures ZeRO-3 with the weights sharded (the update), with the units a pass holds
+// at once gathered (the tied embedding and a layer), and whole again (generation). The tiny
+// model's head is tied.
+func checkGathered(t *testing.T, name string, m *model.Model, z *shardedAdamW, kv *model.KVCache, want rankBytes,
+	p memplan.Plan) {
+	if !m.Config.TieWordEmbeddings {
+		t.Fatalf("%s: the tiny model's head is not tied", name)
+	}
+	want.Grads -= p.GradsInFlight // no pass under way
+	z.Shard()
+	if got := measureRank(m, z, kv); got != want {
+		t.Errorf("%s, sharded: holds %+v, predicted %+v", name, got, want)
+	}
+	z.Gather(0)
+	z.Gather(1)
+	got := measureRank(m, z, kv)
+	t.Logf("%s, embedding and a layer gathered: holds %+v", name, got)
+	if w := want; got.Weights != p.Gathered || got.Grads != w.Grads {
+		t.Errorf("%s, embedding and a layer gathered: holds %+v, predicted weights %d", name, got, p.Gathered)
+	}
+	z.Release(1)
+	z.Release(0)
+	z.Unshard()
+	want.Weights = p.GatheredForRollout
+	if got := measureRank(m, z, kv); got != want {
+		t.Errorf("%s, whole again: holds %+v, predicted %+v", name, got, want)
 	}
 }
 

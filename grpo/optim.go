@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -23,6 +24,12 @@ type optimizer interface {
 	Passes(n int) int
 	// Idle takes part in one pass's collectives without gradients of this rank's.
 	Idle()
+	// Shard frees the whole weights for the update and Unshard gathers them back after it
+	// (ZeRO-3; Unshard is a collective); UnitWeights is then model.ForwardOptions.Weights for the
+	// update's passes (nil otherwise).
+	Shard()
+	Unshard()
+	UnitWeights() model.UnitWeights
 	// ClipGradNorm sums the gradients across ranks (data parallel), scales them so that their
 	// global L2 norm is at most maxNorm (+Inf: no clipping) and returns the norm before clipping;
 	// a non-finite norm must be followed by Skip.
@@ -115,6 +122,10 @@ func (w *wholeAdamW) Arm() {
 func (w *wholeAdamW) GradsReady() func(int) { return nil }
 func (w *wholeAdamW) Passes(n int) int      { return n }
 func (w *wholeAdamW) Idle()                 {}
+func (w *wholeAdamW) Shard()                {}
+func (w *wholeAdamW) Unshard()              {}
+
+func (w *wholeAdamW) UnitWeights() model.UnitWeights { return nil }
 
 func (w *wholeAdamW) ClipGradNorm(maxNorm float64) float64 {
 	if w.buckets != nil {

@@ -13,10 +13,28 @@ import (
 // MicroTokens tokens. Aggregation weights are computed per mini-batch over all its tokens, so the
 // micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
 // leaves weights and optimizer state untouched.
+// Under ZeRO-3 the policy's weights are sharded for the update and whole again after it.
 func (t *Trainer) update(samples []*sample, m Metrics) error {
-	return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
-		return t.microStep(micro, epoch == 0, acc)
-	}, func() error { return t.optimizerStep(m) })
+	return t.sharded(func() error {
+		return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
+			return t.microStep(micro, epoch == 0, acc)
+		}, func() error { return t.optimizerStep(m) })
+	})
+}
+
+// sharded runs fn with the policy's weights sharded (ZeRO-3; as they are otherwise) and gathers
+// them whole after it.
+func (t *Trainer) sharded(fn func() error) error {
+	if err := torch.Do(func() error { t.opt.Shard(); return nil }); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	if err := inCollective(t.dist.trainGroup(), "gathering the weights", t.opt.Unshard); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
+	}
+	return nil
 }
 
 // Purposes of the step's random generators (stepRNG).
@@ -127,7 +145,7 @@ func (t *Trainer) microStep(micro []*sample, first bool, acc *statAcc) error {
 		s := torch.NewScope()
 		defer s.Close()
 		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Temperature: t.temperature(), Entropy: true,
-			Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady()})
+			Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady(), Weights: t.opt.UnitWeights()})
 		if err != nil {
 			return fmt.Errorf("grpo: training pass: %w", err)
 		}

@@ -38,7 +38,7 @@ func planCmd(args []string) error {
 	rf := newRunFlags(fs, commonKeys)
 	nproc := fs.Int("nproc", defaultNproc(), "training processes, one per device (the world size)")
 	memory := fs.String("device-memory", "", "one device's memory: 80GB, 80GiB, 81559MiB (default on CUDA: the smallest GPU's, from nvidia-smi)")
-	stages := fs.Bool("stages", false, "plan ZeRO stages 0 to 3 side by side (2 and 3 are not implemented yet)")
+	stages := fs.Bool("stages", false, "plan ZeRO stages 0 to 3 side by side")
 	if err := rf.parse(planCommand, args); err != nil {
 		return err
 	}

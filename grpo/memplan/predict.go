@@ -20,8 +20,9 @@ package memplan
 //	            so S = Σ s_u and the rank's real elements are summed over the units; c is the
 //	            largest unit's; the backward's gradients are reduce-scattered unit by unit, so
 //	            only those of the units in flight exist (gradsInFlight)
-//	stage 3     as 2, and weights S·d, with two layers gathered while training (the current and
-//	            the prefetched) and a whole d-byte copy while generating (planned)
+//	stage 3     as 2, and no weights of their own (grpo's ZeRO-3 gathers them from the master
+//	            shards): while training the units in flight gathered (as their gradients), while
+//	            generating a whole d-byte copy
 //
 // The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
@@ -68,11 +69,12 @@ func Predict(r Run, rank int) (Plan, error) {
 			shards, mine = shards+s, mine+min(max(u-int64(rank)*s, 0), s)
 			chunk = max(chunk, min(s, r.BucketBytes/4/w))
 		}
-		p.GradsInFlight = m.gradsInFlight(r.Checkpointing) * d
+		ckpt := r.Checkpointing || stage == StageZeRO3 // stage 3 runs only with checkpointing
+		p.GradsInFlight = m.unitsInFlight(ckpt) * d
 		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, shards*4+p.GradsInFlight, shards*4, 2*mine*4, w*chunk*4
 		if stage == StageZeRO3 {
-			p.Weights = shards * d
-			p.Gathered = 2 * m.layerParams() * d
+			p.Weights = 0
+			p.Gathered = p.GradsInFlight
 			p.GatheredForRollout = P * d
 		}
 	}
@@ -122,11 +124,12 @@ func (m Model) units() []int64 {
 	return append(us, last)
 }
 
-// gradsInFlight is the most gradient elements a ZeRO-2 backward pass holds before reducing them.
-// With checkpointing, one unit's at a time, besides a tied embedding's, which the head's backward
-// starts and the embedding's ends; without it, the layers' backward is one autograd call, after
+// unitsInFlight is the most gradient elements a ZeRO-2 backward pass holds before reducing them,
+// and the most weight elements a ZeRO-3 pass holds gathered. With checkpointing, one unit's at a
+// time, besides a tied embedding's, which the head's backward starts and the embedding's ends (and
+// whose weights the head uses); without it, the layers' backward is one autograd call, after
 // which every unit but the last holds its gradients.
-func (m Model) gradsInFlight(checkpointing bool) int64 {
+func (m Model) unitsInFlight(checkpointing bool) int64 {
 	us := m.units()
 	embed, last := us[0], us[len(us)-1]
 	if !checkpointing {

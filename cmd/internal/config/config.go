@@ -73,7 +73,7 @@ type Config struct {
 type DistConfig struct {
 	// ZeroStage is the ZeRO stage (DeepSpeed's zero_optimization.stage): 0 plain data
 	// parallelism, 1 the float32 master weights and AdamW moments sharded across the ranks, 2 the
-	// gradients too (docs/distributed.md).
+	// gradients too, 3 the weights too in training (docs/distributed.md).
 	ZeroStage int `yaml:"zero_stage"`
 	// Zero1 true is zero_stage 1 (an older spelling).
 	Zero1 bool `yaml:"zero1"`

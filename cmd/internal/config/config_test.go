@@ -231,8 +231,8 @@ func fmtValue(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-// dist.zero_stage picks the ZeRO stage; dist.zero1 true is stage 1; stages that do not run, or
-// a combination that cannot, are refused by key.
+// dist.zero_stage picks the ZeRO stage; dist.zero1 true is stage 1; stages that do not exist, or
+// a combination that cannot run, are refused by key.
 func TestZeROStage(t *testing.T) {
 	resolve := func(over ...Override) (*Config, error) {
 		return Resolve(Sources{LookupEnv: noEnv, Overrides: append(append([]Override{}, withModel...), over...)})
@@ -246,6 +246,7 @@ func TestZeROStage(t *testing.T) {
 		{[]Override{set("dist.zero1", "true")}, memplan.StageZeRO1},
 		{[]Override{set("dist.zero_stage", "1"), set("dist.zero1", "true")}, memplan.StageZeRO1},
 		{[]Override{set("dist.zero_stage", "2")}, memplan.StageZeRO2},
+		{[]Override{set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")}, memplan.StageZeRO3},
 	} {
 		cfg, err := resolve(c.over...)
 		if err != nil {
@@ -262,8 +263,7 @@ func TestZeROStage(t *testing.T) {
 	}{
 		{[]Override{set("dist.zero_stage", "4")}, []string{"dist.zero_stage", "4: want 0, 1, 2 or 3"}},
 		{[]Override{set("dist.zero_stage", "2"), set("dist.zero1", "true")}, []string{"dist.zero1", "dist.zero_stage is 2"}},
-		{[]Override{set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")},
-			[]string{"dist.zero_stage", "stage 3 is not implemented"}},
+		{[]Override{set("dist.zero_stage", "3")}, []string{"dist.zero_stage", "set update.gradient_checkpointing"}},
 		{[]Override{set("dist.zero_stage", "2"), set("dist.rollout_ranks", "1")}, []string{"dist.rollout_ranks", "ZeRO stage 2"}},
 		{[]Override{set("actor_rollout_ref.actor.fsdp_config.param_offload", "true")},
 			[]string{"param_offload", "offloading to the CPU is not supported"}},

@@ -206,10 +206,8 @@ func (c *Config) validateDist() error {
 		return c.bad("dist.zero_stage", "%d: want 0, 1, 2 or 3", d.ZeroStage)
 	case d.Zero1 && st != memplan.StageDP && st != memplan.StageZeRO1:
 		return c.bad("dist.zero1", "true is zero_stage 1, but dist.zero_stage is %d: set only dist.zero_stage", d.ZeroStage)
-	case !st.Implemented():
-		return c.bad("dist.zero_stage", "stage %d is not implemented (stages 0, 1 and 2 run)", d.ZeroStage)
 	case st == memplan.StageZeRO3 && !c.Update.Checkpoint:
-		return c.bad("dist.zero_stage", "stage 3 gathers each layer again in the backward pass: set update.gradient_checkpointing")
+		return c.bad("dist.zero_stage", "stage 3 gathers each layer again for its backward pass: set update.gradient_checkpointing")
 	case c.ZeROStage() != memplan.StageDP && d.RolloutRanks > 0:
 		return c.bad("dist.rollout_ranks", "%d rollout ranks with ZeRO stage %d: the rollout ranks would need every shard; set dist.zero_stage 0",
 			d.RolloutRanks, c.ZeROStage())
