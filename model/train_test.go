@@ -1,7 +1,9 @@
 package model
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -116,6 +118,72 @@ func TestGradsReady(t *testing.T) {
 					t.Errorf("checkpoint %v: told %v, want %v", ckpt, got, want)
 					break
 				}
+			}
+		}
+		return nil
+	})
+}
+
+// unitLog records the calls a pass makes to its UnitWeights and GradsReady, and which units are
+// gathered at each.
+type unitLog struct {
+	calls    []string
+	gathered map[int]bool
+}
+
+func (l *unitLog) Gather(u int) {
+	l.calls = append(l.calls, fmt.Sprintf("g%d", u))
+	l.gathered[u] = true
+}
+
+func (l *unitLog) Release(u int) {
+	l.calls = append(l.calls, fmt.Sprintf("r%d", u))
+	delete(l.gathered, u)
+}
+
+// With Weights, a checkpointed pass gathers each unit before it is used and releases it after, in
+// the documented order: a tied embedding for the whole pass, an untied one around its lookup and
+// its backward; GradsReady(u) comes while u is gathered; nothing stays gathered after Backward.
+// Without Checkpoint, Weights is refused.
+func TestUnitWeightsOrder(t *testing.T) {
+	onTorch(t, func() error {
+		for _, tied := range []bool{true, false} {
+			m := testModel(t, "qwen3", tied, 55)
+			m.SetTrainable(true)
+			b, err := NewBatch(randomSeqs(56, m.Config.VocabSize, 5), false)
+			if err != nil {
+				return err
+			}
+			l := &unitLog{gathered: map[int]bool{}}
+			ready := func(u int) {
+				if !l.gathered[u] {
+					t.Errorf("tied %v: GradsReady(%d) while it is not gathered", tied, u)
+				}
+				l.calls = append(l.calls, fmt.Sprintf("d%d", u))
+			}
+			if _, err := m.Train(b, ForwardOptions{Weights: l}); err == nil {
+				t.Errorf("tied %v: Weights without Checkpoint accepted", tied)
+			}
+			s := torch.NewScope()
+			p, err := m.Train(b, ForwardOptions{Checkpoint: true, Weights: l, GradsReady: ready})
+			if err != nil {
+				return err
+			}
+			if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+				return err
+			}
+			s.Close()
+			m.Close()
+			// The test model has 2 layers: units 0 (embedding), 1, 2 (layers), 3 (norm, untied head).
+			want := "g0 g1 r1 g2 r2 g3 d3 r3 g2 d2 r2 g1 d1 r1 d0 r0"
+			if !tied {
+				want = "g0 r0 g1 r1 g2 r2 g3 d3 r3 g2 d2 r2 g1 d1 r1 g0 d0 r0"
+			}
+			if got := strings.Join(l.calls, " "); got != want {
+				t.Errorf("tied %v: calls %q, want %q", tied, got, want)
+			}
+			if len(l.gathered) != 0 {
+				t.Errorf("tied %v: still gathered after Backward: %v", tied, l.gathered)
 			}
 		}
 		return nil
