@@ -10,11 +10,12 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// ZeRO-1 and ZeRO-2 (Rajbhandari et al., arXiv 1910.02054, stages 1 and 2: optimizer state, then
-// also gradient partitioning) over the training ranks. The trainable parameters are grouped into
+// ZeRO-1, -2 and -3 (Rajbhandari et al., arXiv 1910.02054, stages 1 to 3: optimizer state, then
+// also gradient, then also parameter partitioning; stage 3's weights: dist_zero3.go) over the
+// training ranks. The trainable parameters are grouped into
 // units; each unit's parameters, concatenated in order and flattened, form a flat space cut into
 // world equal contiguous shards (the last padded). Under ZeRO-1 the whole model is one unit; under
-// ZeRO-2 a unit is what model.Model.Units says (the embedding, each decoder layer, the final norm
+// ZeRO-2 and -3 a unit is what model.Model.Units says (the embedding, each decoder layer, the final norm
 // and an untied head), so that one unit's gradients can be reduced on their own as soon as the
 // backward pass has made them. Rank r keeps, for its shard of every unit only, the float32 master
 // weights, the float32 gradient sum and AdamW's two moments: 16 bytes per element of its shards,
@@ -28,14 +29,15 @@ import (
 //	         complete, so that a pass never holds the whole model's gradients (with gradient
 //	         checkpointing: one layer's, besides the first and last units'; without it the layers'
 //	         backward is one autograd call and their gradients are reduced after it). Each
-//	         reduction is a collective, so under ZeRO-2 every rank makes the same number of passes
-//	         per mini-batch: a rank with fewer micro-batches makes idle ones (Passes, Idle).
+//	         reduction is a collective, so under ZeRO-2 and -3 every rank makes the same number
+//	         of passes per mini-batch: a rank with fewer micro-batches makes idle ones (Passes,
+//	         Idle).
 //	clip:    global norm = sqrt(Σ over ranks of Σ shard²) (one small all-reduce), scaled as
 //	         torch.nn.utils.clip_grad_norm_ does
 //	update:  torch.AdamW over the shards' pieces (one view per parameter a shard overlaps, named as
 //	         the parameter, so weight-decay exemptions and per-parameter step counts carry over)
 //	gather:  all-gather the updated masters unit by unit in rounds, cast into every rank's
-//	         parameters
+//	         parameters (ZeRO-3 while sharded: when a pass next gathers the unit)
 //
 // The rounds keep the extra device memory at one bucket (DistConfig.BucketBytes) per rank besides
 // the shards. State gathers whole tensors in the unsharded optimizer's format, so a sharded run's
