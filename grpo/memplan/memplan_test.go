@@ -48,6 +48,8 @@ func TestPredictPersistent(t *testing.T) {
 	z2plain.Checkpointing = false
 	z3 := tinyRun()
 	z3.Stage = StageZeRO3
+	untied := z2
+	untied.Model.Tied, untied.Model.Params = false, 356+40
 	cases := []struct {
 		name string
 		r    Run
@@ -80,6 +82,10 @@ func TestPredictPersistent(t *testing.T) {
 		{"zero2 no checkpointing", z2plain, 0, persistent{712, 1184, 480, 960, 60}},
 		// ZeRO-3: as ZeRO-2, and no weights of its own (they are gathered from the masters).
 		{"zero3 rank 0", z3, 0, persistent{0, 872, 480, 960, 60}},
+		// An untied head (10·4 = 40 more, P = 396) joins the final norm: units 40, 156, 156, 44;
+		// shards 14, 52, 52, 15: S = 133 (masters 532, rank 0's moments 1064); in flight the
+		// largest unit alone, a layer's 156: 312; gradients 532 + 312 = 844; weights 396·2 = 792.
+		{"zero2 untied", untied, 0, persistent{792, 844, 532, 1064, 60}},
 	}
 	for _, c := range cases {
 		if got := persistentOf(predict(t, c.r, c.rank)); got != c.want {
