@@ -226,7 +226,7 @@ func zeroTry(m *model.Model, opt optimizer, world, rank, k int) error {
 			mine = append(mine, ids)
 		}
 	}
-	err := matchedPasses(nil, opt, len(mine), func() error {
+	err := matchPasses(nil, opt, len(mine), k, func() error {
 		for i, ids := range mine {
 			if err := zeroPass(m, opt, ids); err != nil {
 				return fmt.Errorf("step %d, pass %d: %w", k, i, err)

@@ -38,7 +38,7 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 		// whole batch's token mean, so the summed gradients are the single-process ones.
 		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
 		return t.sharded(func() error {
-			err := matchedPasses(t.dist.trainGroup(), t.opt, len(micros), func() error {
+			err := t.matchedPasses(t.opt, len(micros), func() error {
 				for i, micro := range micros {
 					if i == len(micros)-1 {
 						t.opt.Arm()

@@ -12,8 +12,8 @@ import (
 // optimizer steps (by trajectory, shuffled), each accumulated over micro-batches of at most
 // MicroTokens tokens. Aggregation weights are computed per mini-batch over all its tokens, so the
 // micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
-// leaves weights and optimizer state untouched.
-// Under ZeRO-3 the policy's weights are sharded for the update and whole again after it.
+// leaves weights and optimizer state untouched. Under ZeRO-3 the policy's weights are sharded for
+// the update and whole again after it.
 func (t *Trainer) update(samples []*sample, m Metrics) error {
 	return t.sharded(func() error {
 		return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
@@ -61,7 +61,7 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 				return err
 			}
 			mcs := pack(t.dist.share(mb), u.MicroTokens)
-			err := matchedPasses(t.dist.trainGroup(), opt, len(mcs), func() error {
+			err := t.matchedPasses(opt, len(mcs), func() error {
 				for i, mc := range mcs {
 					if i == len(mcs)-1 {
 						opt.Arm()
@@ -73,7 +73,7 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("grpo: step %d: %w", t.iter, err)
+				return err
 			}
 			if err := step(); err != nil {
 				return err
@@ -89,21 +89,31 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 }
 
 // matchedPasses runs this rank's n backward passes (run) and then the idle ones it owes the other
-// ranks' collectives: under ZeRO-2 every rank makes as many passes as the rank with the most
-// micro-batches, a count agreed before any pass (a collective of its own).
-func matchedPasses(g *torch.ProcessGroup, opt optimizer, n int, run func() error) error {
+// ranks' collectives: under ZeRO-2 and -3 every rank makes as many passes as the rank with the
+// most micro-batches, a count agreed before any pass (a collective of its own).
+func (t *Trainer) matchedPasses(opt optimizer, n int, run func() error) error {
+	return matchPasses(t.dist.trainGroup(), opt, n, t.iter, run)
+}
+
+// matchPasses is matchedPasses over group g in step iter: run's error comes back as it is, the
+// collectives' with the step and where they failed.
+func matchPasses(g *torch.ProcessGroup, opt optimizer, n, iter int, run func() error) error {
 	total := n
 	if err := inCollective(g, "agreeing on the backward passes", func() { total = opt.Passes(n) }); err != nil {
-		return err
+		return fmt.Errorf("grpo: step %d: %w", iter, err)
 	}
 	if err := run(); err != nil {
 		return err
 	}
-	return inCollective(g, "idle backward passes", func() {
+	err := inCollective(g, "idle backward passes", func() {
 		for i := n; i < total; i++ {
 			opt.Idle()
 		}
 	})
+	if err != nil {
+		return fmt.Errorf("grpo: step %d: %w", iter, err)
+	}
+	return nil
 }
 
 // optimizerStep sums the gradients across ranks (data parallel), clips them, and steps AdamW with
