@@ -63,8 +63,11 @@ type shardedAdamW struct {
 	// master and grad are this rank's shards of every unit, one after the other ([local] float32)
 	master, grad *torch.Tensor
 	buf          *torch.Tensor // [world·chunk] float32: one round's input or output
-	pieces       []piece
-	opt          *torch.AdamW
+	// wire is ZeRO-3's gather buffer in the weights' dtype when they are bfloat16 or float16
+	// ([world·chunk]; nil otherwise): the master shards travel cast, as the weights.
+	wire   *torch.Tensor
+	pieces []piece
+	opt    *torch.AdamW
 }
 
 // flatUnit is one unit's flat space: its parameters (indices into shardedAdamW.params), their
@@ -108,6 +111,10 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitL
 		if dt := p.Tensor.DType(); dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
 			return nil, fmt.Errorf("grpo: zero: parameter %q is %s: float32, bfloat16 or float16 only", p.Name, dt)
 		}
+		if stage == memplan.StageZeRO3 && len(z.params) > 0 && p.Tensor.DType() != z.params[0].DType() {
+			return nil, fmt.Errorf("grpo: zero3: parameter %q is %s, %q %s: the weights must share a dtype",
+				p.Name, p.Tensor.DType(), z.names[0], z.params[0].DType())
+		}
 		z.names, z.params = append(z.names, p.Name), append(z.params, p.Tensor)
 		z.shapes = append(z.shapes, p.Tensor.Shape())
 	}
@@ -122,6 +129,9 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitL
 		z.master = torch.Zeros([]int64{z.local}, torch.Float32, pg.Device())
 		z.grad = torch.Zeros([]int64{z.local}, torch.Float32, pg.Device())
 		z.buf = torch.Empty([]int64{world * z.chunk}, torch.Float32, pg.Device())
+		if dt := z.params[0].DType(); stage == memplan.StageZeRO3 && dt != torch.Float32 {
+			z.wire = torch.Empty([]int64{world * z.chunk}, dt, pg.Device())
+		}
 		for _, u := range z.units {
 			torch.NoGrad(func() { z.copyFlat(u, z.master.Narrow(0, u.local, u.shard), u.lo, false, z.weight) })
 			for k, i := range u.params {

@@ -74,8 +74,11 @@ func (z *shardedAdamW) Gather(k int) {
 		s := torch.NewScope()
 		defer s.Close()
 		z.rounds(u, func(from, n int64) {
-			out := z.buf.Narrow(0, 0, world*n)
-			z.pg.AllGatherInto(z.master.Narrow(0, u.local+from, n), out)
+			in, out := z.master.Narrow(0, u.local+from, n), z.buf.Narrow(0, 0, world*n)
+			if z.wire != nil { // bfloat16/float16 weights: half the traffic, the same values
+				in, out = in.ToDType(z.wire.DType()), z.wire.Narrow(0, 0, world*n)
+			}
+			z.pg.AllGatherInto(in, out)
 			for r := int64(0); r < world; r++ {
 				z.copyFlat(u, out.Narrow(0, r*n, n), r*u.shard+from, true, gathered)
 			}

@@ -21,8 +21,9 @@ package memplan
 //	            largest unit's; the backward's gradients are reduce-scattered unit by unit, so
 //	            only those of the units in flight exist (gradsInFlight)
 //	stage 3     as 2, and no weights of their own (grpo's ZeRO-3 gathers them from the master
-//	            shards): while training the units in flight gathered (as their gradients), while
-//	            generating a whole d-byte copy
+//	            shards, cast to d bytes through a second round buffer W·c·d when d < 4): while
+//	            training the units in flight gathered (as their gradients), while generating a
+//	            whole d-byte copy
 //
 // The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
@@ -74,6 +75,9 @@ func Predict(r Run, rank int) (Plan, error) {
 		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, shards*4+p.GradsInFlight, shards*4, 2*mine*4, w*chunk*4
 		if stage == StageZeRO3 {
 			p.Weights = 0
+			if d < 4 {
+				p.Comm += w * chunk * d // the gathers' buffer in the weights' dtype
+			}
 			p.Gathered = p.GradsInFlight
 			p.GatheredForRollout = P * d
 		}
