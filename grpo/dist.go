@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -31,8 +32,9 @@ import (
 //     token's weight already is its share of the mini-batch's loss, the sum is the single-process
 //     gradient; only the order of additions differs (float rounding).
 //   - Loss statistics are summed (maxima maxed) across ranks before they are read.
-//   - With ZeRO-1 (DistConfig.ZeRO1) each rank keeps a 1/N shard of the float32 masters and AdamW
-//     moments (dist_zero.go).
+//   - With ZeRO-1, -2 or -3 (DistConfig.Stage) each rank keeps a 1/N shard of the float32
+//     masters and AdamW moments (dist_zero.go), at stage 2 and 3 of the gradients, at stage 3 of
+//     the weights during the update (dist_zero3.go).
 //   - With rollout ahead (DistConfig.RolloutRanks) some ranks only generate, one batch ahead of
 //     the ranks that train (dist_ahead.go).
 //
@@ -41,10 +43,15 @@ import (
 
 // DistConfig is data parallelism's settings.
 type DistConfig struct {
-	// ZeRO1 shards the policy's optimizer state (float32 master weights and AdamW moments) across
-	// the training ranks: gradients are reduce-scattered, each rank updates its shard, the weights
-	// are all-gathered. For models whose AdamW state does not fit one device.
-	ZeRO1 bool
+	// Stage is the ZeRO stage of the policy's training. StageZeRO1 shards the optimizer state
+	// (float32 master weights and AdamW moments) across the training ranks: gradients are
+	// reduce-scattered at the end of each mini-batch, each rank updates its shard, the weights are
+	// all-gathered (dist_zero.go). StageZeRO2 also shards the gradients: they are reduce-scattered
+	// after every backward pass into the float32 shard, never accumulated whole across
+	// micro-batches. StageZeRO3 also shards the weights in the update: a unit's are gathered
+	// for its forward and again for its (checkpointed) backward, the whole policy for generation
+	// (dist_zero3.go).
+	Stage memplan.Stage
 	// BucketBytes is the size of a gradient bucket (0: torch.DefaultBucketBytes, DDP's 25 MB).
 	BucketBytes int64
 	// Overlap starts each bucket's all-reduce during the last backward pass of a mini-batch, as
@@ -76,6 +83,9 @@ func NewDist(pg *torch.ProcessGroup, c DistConfig) (*Dist, error) {
 		return nil, fmt.Errorf("grpo: dist: bucket_bytes %d, rollout_ranks %d and timeout %v must be >= 0",
 			c.BucketBytes, c.RolloutRanks, c.Timeout)
 	}
+	if c.Stage < memplan.StageDP || c.Stage > memplan.StageZeRO3 {
+		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d: want 0 to 3", c.Stage)
+	}
 	d := &Dist{pg: pg, train: pg, cfg: c}
 	if c.RolloutRanks == 0 {
 		return d, nil
@@ -83,8 +93,8 @@ func NewDist(pg *torch.ProcessGroup, c DistConfig) (*Dist, error) {
 	if c.RolloutRanks >= pg.Size() {
 		return nil, fmt.Errorf("grpo: dist: %d rollout ranks leave no rank to train (world size %d)", c.RolloutRanks, pg.Size())
 	}
-	if c.ZeRO1 {
-		return nil, fmt.Errorf("grpo: dist: ZeRO-1 with rollout ahead is not supported: the rollout ranks would need every shard")
+	if c.Stage != memplan.StageDP {
+		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d with rollout ahead is not supported: the rollout ranks would need every shard", c.Stage)
 	}
 	trainers := make([]int, pg.Size()-c.RolloutRanks)
 	for i := range trainers {
@@ -175,6 +185,10 @@ func span(n, parts, k int) (lo, hi int) {
 
 // check refuses what data parallelism does not support with cfg.
 func (d *Dist) check(cfg Config) error {
+	if d != nil && d.cfg.Stage == memplan.StageZeRO3 && !cfg.Update.Checkpoint {
+		return &KeyError{Key: "update.gradient_checkpointing",
+			Err: fmt.Errorf("grpo: dist: ZeRO-3 gathers each layer again for its backward: set update.gradient_checkpointing")}
+	}
 	if !d.ahead() {
 		return nil
 	}
@@ -205,10 +219,10 @@ func (d *Dist) broadcastWeights(ms Models) error {
 }
 
 // newOptimizer makes the policy's optimizer: whole (with gradient buckets when data parallel) or
-// sharded (ZeRO-1).
-func (d *Dist) newOptimizer(params []torch.NamedTensor, lr float64, o OptimConfig) (optimizer, error) {
-	if d != nil && d.cfg.ZeRO1 {
-		return newShardedAdamW(d.train, params, lr, o, d.cfg.BucketBytes)
+// sharded (ZeRO-1; ZeRO-2 and -3 by the units of l).
+func (d *Dist) newOptimizer(params []torch.NamedTensor, l unitLayout, lr float64, o OptimConfig) (optimizer, error) {
+	if d != nil && d.cfg.Stage != memplan.StageDP {
+		return newShardedAdamW(d.train, params, l, d.cfg.Stage, lr, o, d.cfg.BucketBytes)
 	}
 	return newWholeAdamW(params, lr, o, d)
 }

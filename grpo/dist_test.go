@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/torch"
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
@@ -203,7 +204,7 @@ func TestDistWorker(t *testing.T) {
 	dir, out := os.Getenv(distDirEnv), os.Getenv(distOutEnv)
 	err = torch.Run(func() error {
 		switch mode {
-		case "dp", "zero":
+		case "dp", "zero", "zero2", "zero3":
 			distTrainWorker(t, pg, mode, dir, out)
 		case "ahead":
 			aheadWorker(t, pg, dir, out)
@@ -222,15 +223,21 @@ func TestDistWorker(t *testing.T) {
 	}
 }
 
-// distTrainWorker runs distScript as one rank of plain data parallelism (dp) or ZeRO-1 (zero),
-// with small buckets so that several buckets and gather rounds are used; rank 0 saves the
-// checkpoint (weights, state, progress) and every rank its record.
+// distTrainWorker runs distScript as one rank of plain data parallelism (dp), ZeRO-1 (zero),
+// ZeRO-2 or ZeRO-3 with gradient checkpointing (zero2: units reduced layer by layer in the
+// backward; zero3: also their weights gathered layer by layer in the update), with
+// small buckets so that several buckets and gather rounds are used; rank 0 saves the checkpoint
+// (weights, state, progress) and every rank its record.
 func distTrainWorker(t *testing.T, pg *torch.ProcessGroup, mode, dir, out string) {
-	d, err := NewDist(pg, DistConfig{ZeRO1: mode == "zero", Overlap: mode == "dp", BucketBytes: 64 << 10})
+	stage := map[string]memplan.Stage{"dp": memplan.StageDP, "zero": memplan.StageZeRO1, "zero2": memplan.StageZeRO2,
+		"zero3": memplan.StageZeRO3}[mode]
+	d, err := NewDist(pg, DistConfig{Stage: stage, Overlap: mode == "dp", BucketBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRun(t, dir, newPromptEnv(), distConfig(), nil, WithDist(d))
+	c := distConfig()
+	c.Update.Checkpoint = stage >= memplan.StageZeRO2
+	r := newRun(t, dir, newPromptEnv(), c, nil, WithDist(d))
 	defer r.close()
 	save := func(r *run) {
 		st := r.tr.State() // every rank: a collective under ZeRO-1
@@ -253,15 +260,16 @@ type distCkpt struct {
 	Weights  map[string][]float32
 }
 
-// TestDistributedTraining: two ranks, plain data parallel and ZeRO-1, against one process running
-// the same script (eval, 3 steps of 4 tasks × 2 with 2 mini-batches each, SFT).
+// TestDistributedTraining: two ranks, plain data parallel and ZeRO-1, -2 and -3, against one
+// process running the same script (eval, 3 steps of 4 tasks × 2 with 2 mini-batches each, SFT).
 //
 //   - Ranks end with bitwise identical weights (they apply the same summed gradients).
 //   - Sharded eval gives the single-process metrics exactly (same seeds, same weights).
 //   - Weights equal the single process's within distTol: the sums over ranks add the same terms in
 //     another order, so gradients differ in the last bits of float32 (see distTol).
 //   - ZeRO-1 equals plain data parallel within the same tolerance (its norm is summed in another
-//     order), and its checkpoint, resumed by one unsharded process, continues the run.
+//     order), and its checkpoint, resumed by one unsharded process, continues the run; so do
+//     ZeRO-2's and ZeRO-3's against the single process.
 func TestDistributedTraining(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four processes")
@@ -276,7 +284,7 @@ func TestDistributedTraining(t *testing.T) {
 		ref = distScript(t, r, nil)
 	})
 	recs := map[string][2]distRecord{}
-	for _, mode := range []string{"dp", "zero"} {
+	for _, mode := range []string{"dp", "zero", "zero2", "zero3"} {
 		runDistWorkers(t, mode, dir, out, 3*time.Minute)
 		if t.Failed() {
 			return
@@ -301,7 +309,9 @@ func TestDistributedTraining(t *testing.T) {
 			}
 		}
 	}
-	checkResume(t, dir, out, ref, recs["zero"][0])
+	checkResume(t, dir, out, "zero", ref, recs["zero"][0])
+	checkResume(t, dir, out, "zero2", ref, recs["zero2"][0])
+	checkResume(t, dir, out, "zero3", ref, recs["zero3"][0])
 }
 
 // distTol bounds |single process − data parallel| on any weight during the script. A gradient
@@ -379,13 +389,13 @@ func bf16ULPs(a, b map[string][]float32, slack float64) (float64, string) {
 	return worst, where
 }
 
-// checkResume loads the ZeRO-1 run's checkpoint (taken after distCheckpoint steps on two ranks)
+// checkResume loads a ZeRO run's checkpoint (mode: ZeRO-1 or -2) (taken after distCheckpoint steps on two ranks)
 // into one unsharded process and runs the remaining steps: the result is the sharded run's (it
 // plays the same trajectories from the same weights; in bfloat16 to within a rounding step), and
 // in float32 also the single-process run's.
-func checkResume(t *testing.T, dir, out string, ref, zero distRecord) {
+func checkResume(t *testing.T, dir, out, mode string, ref, zero distRecord) {
 	var ck distCkpt
-	readGob(t, filepath.Join(out, "zero-ckpt.gob"), &ck)
+	readGob(t, filepath.Join(out, mode+"-ckpt.gob"), &ck)
 	onTorch(t, func() {
 		r := newRun(t, dir, newPromptEnv(), distConfig(), nil)
 		defer r.close()
@@ -394,7 +404,7 @@ func checkResume(t *testing.T, dir, out string, ref, zero distRecord) {
 				p.Tensor.Copy_(torch.FromSlice(ck.Weights[p.Name], p.Tensor.Shape()...).ToDType(p.Tensor.DType()))
 			}
 		})
-		st, err := loadState(filepath.Join(out, "zero-state.safetensors"))
+		st, err := loadState(filepath.Join(out, mode+"-state.safetensors"))
 		if err != nil {
 			t.Error(err)
 			return
@@ -412,9 +422,9 @@ func checkResume(t *testing.T, dir, out string, ref, zero distRecord) {
 			w := weights(r.m)
 			if testDType == "bfloat16" {
 				u, where := bf16ULPs(zero.Weights[k], w, bf16Slack)
-				t.Logf("resumed at world size 1, step %d: %.3g bf16 rounding steps from the sharded run at %s", k, u, where)
+				t.Logf("%s resumed at world size 1, step %d: %.3g bf16 rounding steps from the sharded run at %s", mode, k, u, where)
 				if u > 1 {
-					t.Errorf("resumed step %d: weights differ from the sharded run by %.3g bf16 rounding steps at %s", k, u, where)
+					t.Errorf("%s resumed step %d: weights differ from the sharded run by %.3g bf16 rounding steps at %s", mode, k, u, where)
 				}
 				continue
 			}
@@ -423,9 +433,9 @@ func checkResume(t *testing.T, dir, out string, ref, zero distRecord) {
 				w    map[string][]float32
 			}{{"sharded run", zero.Weights[k]}, {"single-process run", ref.Weights[k]}} {
 				d, where := maxDiff(c.w, w)
-				t.Logf("resumed at world size 1, step %d: largest difference to the %s %.3g at %s", k, c.name, d, where)
+				t.Logf("%s resumed at world size 1, step %d: largest difference to the %s %.3g at %s", mode, k, c.name, d, where)
 				if d > distTol {
-					t.Errorf("resumed step %d: weights differ from the %s by %g at %s", k, c.name, d, where)
+					t.Errorf("%s resumed step %d: weights differ from the %s by %g at %s", mode, k, c.name, d, where)
 				}
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// The checkpoint of a ZeRO-1 optimizer is the unsharded optimizer's (torch.AdamW.State): whole
+// The checkpoint of a ZeRO-1 or ZeRO-2 optimizer is the unsharded optimizer's (torch.AdamW.State): whole
 // tensors keyed by parameter name, gathered from the shards when saved and cut into this rank's
 // slices when loaded. That costs a gather at each checkpoint (in rounds of a bucket, into host
 // memory) and buys a checkpoint that does not depend on the world size: a run checkpointed on 8
@@ -25,38 +25,44 @@ const (
 func (z *shardedAdamW) State() map[string]*torch.Tensor {
 	mine := z.opt.State()
 	out := map[string]*torch.Tensor{keyStep: mine[keyStep], keySkipped: mine[keySkipped]}
-	moments := map[string]*torch.Tensor{}
+	flats := map[string]*torch.Tensor{sufMasterSt: z.master}
 	for _, suf := range []string{sufExpAvg, sufExpAvgSq} {
-		flat := torch.Zeros([]int64{z.shard}, torch.Float32, z.pg.Device())
+		flat := torch.Zeros([]int64{z.local}, torch.Float32, z.pg.Device())
 		for _, pc := range z.pieces {
 			flat.Narrow(0, pc.off, pc.n).Copy_(mine[z.names[pc.param]+suf])
 		}
-		moments[suf] = z.gatherHost(flat)
+		flats[suf] = flat
 	}
-	masters := z.gatherHost(z.master)
 	steps := z.paramSteps(mine)
-	for i, name := range z.names {
-		shape, n := z.params[i].Shape(), z.params[i].Numel()
-		whole := func(flat *torch.Tensor) *torch.Tensor { return flat.Narrow(0, z.offs[i], n).Reshape(shape...) }
-		out[name+sufExpAvg], out[name+sufExpAvgSq] = whole(moments[sufExpAvg]), whole(moments[sufExpAvgSq])
-		if z.params[i].DType() != torch.Float32 {
-			out[name+sufMasterSt] = whole(masters)
+	for _, u := range z.units {
+		hosts := map[string]*torch.Tensor{}
+		for _, suf := range []string{sufMasterSt, sufExpAvg, sufExpAvgSq} { // one order on every rank
+			hosts[suf] = z.gatherHost(u, flats[suf].Narrow(0, u.local, u.shard))
 		}
-		out[name+sufStep] = torch.Scalar(float64(steps[i]), torch.Int64, torch.CPU)
+		for k, i := range u.params {
+			shape, n := z.shapes[i], z.numel(i)
+			whole := func(suf string) *torch.Tensor { return hosts[suf].Narrow(0, u.offs[k], n).Reshape(shape...) }
+			name := z.names[i]
+			out[name+sufExpAvg], out[name+sufExpAvgSq] = whole(sufExpAvg), whole(sufExpAvgSq)
+			if z.params[i].DType() != torch.Float32 {
+				out[name+sufMasterSt] = whole(sufMasterSt)
+			}
+			out[name+sufStep] = torch.Scalar(float64(steps[i]), torch.Int64, torch.CPU)
+		}
 	}
 	return out
 }
 
-// gatherHost all-gathers a [shard] tensor of every rank into one [world·shard] host tensor, in
-// rounds of z.buf (no device tensor of the model's size).
-func (z *shardedAdamW) gatherHost(shard *torch.Tensor) *torch.Tensor {
+// gatherHost all-gathers unit u's [shard] tensor of every rank into one [world·shard] host
+// tensor, in rounds of z.buf (no device tensor of the unit's size).
+func (z *shardedAdamW) gatherHost(u *flatUnit, shard *torch.Tensor) *torch.Tensor {
 	world := int64(z.pg.Size())
-	host := torch.Zeros([]int64{world * z.shard}, torch.Float32, torch.CPU)
-	z.rounds(func(from, n int64) {
+	host := torch.Zeros([]int64{world * u.shard}, torch.Float32, torch.CPU)
+	z.rounds(u, func(from, n int64) {
 		out := z.buf.Narrow(0, 0, world*n)
 		z.pg.AllGatherInto(shard.Narrow(0, from, n), out)
 		for r := int64(0); r < world; r++ {
-			host.Narrow(0, r*z.shard+from, n).Copy_(out.Narrow(0, r*n, n))
+			host.Narrow(0, r*u.shard+from, n).Copy_(out.Narrow(0, r*n, n))
 		}
 	})
 	return host
@@ -97,7 +103,7 @@ func (z *shardedAdamW) LoadState(st map[string]*torch.Tensor) (err error) {
 		sub[name+sufExpAvg], sub[name+sufExpAvgSq] = slice(pc, name+sufExpAvg), slice(pc, name+sufExpAvgSq)
 	}
 	if err := z.opt.LoadState(sub); err != nil {
-		return fmt.Errorf("grpo: zero1: %w", err)
+		return fmt.Errorf("grpo: zero: %w", err)
 	}
 	torch.NoGrad(func() {
 		for _, pc := range z.pieces {
@@ -118,7 +124,7 @@ func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
 	want := map[string]bool{keyStep: true, keySkipped: true}
 	for _, k := range []string{keyStep, keySkipped} {
 		if t, ok := st[k]; !ok || !t.Valid() || t.Numel() != 1 {
-			return fmt.Errorf("grpo: zero1: optimizer state: %q is missing or not a count", k)
+			return fmt.Errorf("grpo: zero: optimizer state: %q is missing or not a count", k)
 		}
 	}
 	for i, name := range z.names {
@@ -130,16 +136,16 @@ func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
 			t, ok := st[k]
 			switch {
 			case !ok || !t.Valid():
-				return fmt.Errorf("grpo: zero1: optimizer state: missing %q", k)
+				return fmt.Errorf("grpo: zero: optimizer state: missing %q", k)
 			case !slices.Equal(t.Shape(), z.params[i].Shape()):
-				return fmt.Errorf("grpo: zero1: optimizer state: %q has shape %v, want %v", k, t.Shape(), z.params[i].Shape())
+				return fmt.Errorf("grpo: zero: optimizer state: %q has shape %v, want %v", k, t.Shape(), z.params[i].Shape())
 			case t.DType() != torch.Float32:
-				return fmt.Errorf("grpo: zero1: optimizer state: %q is %s, want float32", k, t.DType())
+				return fmt.Errorf("grpo: zero: optimizer state: %q is %s, want float32", k, t.DType())
 			}
 			want[k] = true
 		}
 		if t, ok := st[name+sufStep]; !ok || !t.Valid() || t.Numel() != 1 {
-			return fmt.Errorf("grpo: zero1: optimizer state: %q is missing or not a count", name+sufStep)
+			return fmt.Errorf("grpo: zero: optimizer state: %q is missing or not a count", name+sufStep)
 		}
 		want[name+sufStep] = true
 	}
@@ -151,7 +157,7 @@ func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return fmt.Errorf("grpo: zero1: optimizer state: unexpected entries %q (a state of another model or dtype)", extra)
+		return fmt.Errorf("grpo: zero: optimizer state: unexpected entries %q (a state of another model or dtype)", extra)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@
 // and the ranks exchange trajectories, so credit and metrics are the single-process ones; each
 // trains its share of every mini-batch and the gradients are summed in persistent buckets. The
 // weights stay identical across ranks and equal a single-process run's up to float rounding
-// (TestDistributedTraining). DistConfig.ZeRO1 shards the optimizer state; DistConfig.RolloutRanks
+// (TestDistributedTraining). DistConfig.Stage shards the optimizer state (ZeRO-1), also the
+// gradients (ZeRO-2) and also the weights in the update (ZeRO-3; TestZeRO); DistConfig.RolloutRanks
 // gives some ranks the rollout, one batch ahead of the others. dist.go has the details;
 // docs/distributed.md the launch side.
 //

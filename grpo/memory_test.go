@@ -14,7 +14,7 @@ import (
 
 // The memory model against what the ranks hold: at world sizes 1, 2 and 4 over Gloo, each rank
 // makes the tiny model (float32, and bfloat16 with float32 masters), its optimizer as a run makes
-// it (whole: one process without buckets, or data parallel with them; ZeRO-1), a backward pass
+// it (whole: one process without buckets, or data parallel with them; ZeRO-1; ZeRO-2), a backward pass
 // and a KV cache, and sums numel × element size of every tensor by category: weights, the
 // weights' gradients plus ZeRO's gradient shard, masters, moments, buckets or gather buffer, K and
 // V. Each sum must equal memplan.Predict's for that rank, byte for byte, before and after a step.
@@ -59,8 +59,8 @@ func TestMemoryWorker(t *testing.T) {
 	}
 	err = torch.Run(func() error {
 		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
-			for _, zero := range []bool{false, true} {
-				checkRankMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, zero)
+			for st := memplan.StageDP; st <= memplan.StageZeRO3; st++ {
+				checkRankMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, st)
 			}
 		}
 		return nil
@@ -87,9 +87,9 @@ func tensorBytes(ts ...*torch.Tensor) int64 {
 }
 
 // checkRankMemory measures one configuration on this rank and compares it with the prediction.
-func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt torch.DType, zero bool) {
+func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt torch.DType, stage memplan.Stage) {
 	const bucket, slots, maxLen = 4 << 10, 3, 16
-	name := fmt.Sprintf("world %d rank %d %s zero1=%v", world, rank, dt, zero)
+	name := fmt.Sprintf("world %d rank %d %s stage %d", world, rank, dt, stage)
 	c, g, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: 40, BOS: 1, EOS: []int{2}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +105,11 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 	m.SetTrainable(true)
 	var d *Dist
 	if pg != nil {
-		if d, err = NewDist(pg, DistConfig{ZeRO1: zero, BucketBytes: bucket}); err != nil {
+		if d, err = NewDist(pg, DistConfig{Stage: stage, BucketBytes: bucket}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opt, err := d.newOptimizer(m.Parameters(), 1e-3, Defaults().Optim)
+	opt, err := d.newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +128,7 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 	if dt == torch.BFloat16 {
 		run.WireBytes = 4 // Gloo sums bfloat16 buckets as float32
 	}
-	if zero {
-		run.Stage = memplan.StageZeRO1
-	}
+	run.Stage = stage
 	p, err := memplan.Predict(run, rank)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +137,14 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 	s := torch.NewScope()
 	defer s.Close()
 	s.With(func() {
+		switch {
+		case stage == memplan.StageZeRO2 && pg != nil:
+			checkInFlight(t, name, m, opt, kv, want, p)
+			return
+		case stage == memplan.StageZeRO3 && pg != nil:
+			checkGathered(t, name, m, opt.(*shardedAdamW), kv, want, p)
+			return
+		}
 		for _, w := range m.ParameterTensors() {
 			w.Square().Sum(false).Backward()
 		}
@@ -154,6 +160,64 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 			t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
 		}
 	})
+}
+
+// checkInFlight measures ZeRO-2 at its peak (run without gradient checkpointing): a backward
+// pass through every unit but the last, the final norm's, which the head's backward has already
+// reduced; then after the reductions and the step, where only the shards remain.
+func checkInFlight(t *testing.T, name string, m *model.Model, opt optimizer, kv *model.KVCache, want rankBytes,
+	p memplan.Plan) {
+	ready := opt.GradsReady()
+	last := m.NumUnits() - 1
+	for i, w := range m.ParameterTensors() {
+		if m.Units()[i] != last {
+			w.Square().Sum(false).Backward()
+		}
+	}
+	ready(last)
+	got := measureRank(m, opt, kv)
+	t.Logf("%s, after backward: holds %+v", name, got)
+	if got != want {
+		t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
+	}
+	for u := last - 1; u >= 0; u-- {
+		ready(u)
+	}
+	opt.ClipGradNorm(1)
+	opt.Step(1e-3)
+	want.Grads -= p.GradsInFlight
+	if got := measureRank(m, opt, kv); got != want {
+		t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
+	}
+}
+
+// checkGathered measures ZeRO-3 with the weights sharded (the update), with the units a pass holds
+// at once gathered (the tied embedding and a layer), and whole again (generation). The tiny
+// model's head is tied.
+func checkGathered(t *testing.T, name string, m *model.Model, z *shardedAdamW, kv *model.KVCache, want rankBytes,
+	p memplan.Plan) {
+	if !m.Config.TieWordEmbeddings {
+		t.Fatalf("%s: the tiny model's head is not tied", name)
+	}
+	want.Grads -= p.GradsInFlight // no pass under way
+	z.Shard()
+	if got := measureRank(m, z, kv); got != want {
+		t.Errorf("%s, sharded: holds %+v, predicted %+v", name, got, want)
+	}
+	z.Gather(0)
+	z.Gather(1)
+	got := measureRank(m, z, kv)
+	t.Logf("%s, embedding and a layer gathered: holds %+v", name, got)
+	if w := want; got.Weights != p.Gathered || got.Grads != w.Grads {
+		t.Errorf("%s, embedding and a layer gathered: holds %+v, predicted weights %d", name, got, p.Gathered)
+	}
+	z.Release(1)
+	z.Release(0)
+	z.Unshard()
+	want.Weights = p.GatheredForRollout
+	if got := measureRank(m, z, kv); got != want {
+		t.Errorf("%s, whole again: holds %+v, predicted %+v", name, got, want)
+	}
 }
 
 // measureRank sums the tensor bytes of the model, its gradients, the optimizer's state and the KV
@@ -174,7 +238,7 @@ func measureRank(m *model.Model, opt optimizer, kv *model.KVCache) rankBytes {
 		}
 	case *shardedAdamW:
 		st = o.opt.State()
-		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf)
+		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf, o.wire)
 	}
 	for k, t := range st {
 		switch {

@@ -4,15 +4,32 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // optimizer is the AdamW a trainer steps: whole on every rank (a single process, or data parallel
-// with the gradients summed across ranks first), or sharded across ranks (ZeRO-1, dist_zero.go).
+// with the gradients summed across ranks first), or sharded across ranks (ZeRO-1 and ZeRO-2,
+// dist_zero.go).
 type optimizer interface {
 	// Arm says the next backward pass is the last before ClipGradNorm, so the gradient reduction
 	// may overlap it (when configured).
 	Arm()
+	// GradsReady is model.ForwardOptions.GradsReady for the training passes: ZeRO-2 reduces each
+	// unit's gradients in the backward pass (a collective); nil: nothing to do.
+	GradsReady() func(unit int)
+	// Passes is the number of backward passes to make for a mini-batch of which this rank has n
+	// micro-batches: n, or the most of any rank where passes hold collectives (ZeRO-2; itself a
+	// collective then). The passes past n are Idle.
+	Passes(n int) int
+	// Idle takes part in one pass's collectives without gradients of this rank's.
+	Idle()
+	// Shard frees the whole weights for the update and Unshard gathers them back after it
+	// (ZeRO-3; Unshard is a collective); UnitWeights is then model.ForwardOptions.Weights for the
+	// update's passes (nil otherwise).
+	Shard()
+	Unshard()
+	UnitWeights() model.UnitWeights
 	// ClipGradNorm sums the gradients across ranks (data parallel), scales them so that their
 	// global L2 norm is at most maxNorm (+Inf: no clipping) and returns the norm before clipping;
 	// a non-finite norm must be followed by Skip.
@@ -101,6 +118,14 @@ func (w *wholeAdamW) Arm() {
 		w.buckets.Arm()
 	}
 }
+
+func (w *wholeAdamW) GradsReady() func(int) { return nil }
+func (w *wholeAdamW) Passes(n int) int      { return n }
+func (w *wholeAdamW) Idle()                 {}
+func (w *wholeAdamW) Shard()                {}
+func (w *wholeAdamW) Unshard()              {}
+
+func (w *wholeAdamW) UnitWeights() model.UnitWeights { return nil }
 
 func (w *wholeAdamW) ClipGradNorm(maxNorm float64) float64 {
 	if w.buckets != nil {

@@ -37,26 +37,31 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 		// Data parallel: every rank has every demonstration and trains its share; the loss is the
 		// whole batch's token mean, so the summed gradients are the single-process ones.
 		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
-		for i, micro := range micros {
-			if i == len(micros)-1 {
-				t.opt.Arm()
-			}
-			v, err := t.sftMicro(micro, tokens)
+		return t.sharded(func() error {
+			err := t.matchedPasses(t.opt, len(micros), func() error {
+				for i, micro := range micros {
+					if i == len(micros)-1 {
+						t.opt.Arm()
+					}
+					v, err := t.sftMicro(micro, tokens)
+					if err != nil {
+						return err
+					}
+					nll += v
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			nll += v
-		}
-		return nil
+			return t.optimizerStep(m)
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	if nll, err = t.dist.sum(nll); err != nil {
 		return nil, fmt.Errorf("grpo: sft: %w", err)
-	}
-	if err := t.optimizerStep(m); err != nil {
-		return nil, err
 	}
 	t.sftSteps++
 	m["sft/loss"] = nll
@@ -75,7 +80,8 @@ func (t *Trainer) sftMicro(micro []*sample, tokens int) (float64, error) {
 	err = torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Checkpoint: t.cfg.Update.Checkpoint})
+		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady(),
+			Weights: t.opt.UnitWeights()})
 		if err != nil {
 			return fmt.Errorf("grpo: sft pass: %w", err)
 		}

@@ -90,7 +90,7 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 		return t, nil // a rollout rank: weights come from the trainers, no optimizer
 	}
 	var err error
-	if t.opt, err = t.dist.newOptimizer(ms.Policy.Parameters(), cfg.Optim.LR, cfg.Optim); err != nil {
+	if t.opt, err = t.dist.newOptimizer(ms.Policy.Parameters(), layoutOf(ms.Policy), cfg.Optim.LR, cfg.Optim); err != nil {
 		return nil, fmt.Errorf("grpo: optimizer: %w", err)
 	}
 	if ms.Critic != nil {

@@ -12,11 +12,29 @@ import (
 // optimizer steps (by trajectory, shuffled), each accumulated over micro-batches of at most
 // MicroTokens tokens. Aggregation weights are computed per mini-batch over all its tokens, so the
 // micro-batch split never changes the loss. A non-finite gradient norm skips the optimizer step and
-// leaves weights and optimizer state untouched.
+// leaves weights and optimizer state untouched. Under ZeRO-3 the policy's weights are sharded for
+// the update and whole again after it.
 func (t *Trainer) update(samples []*sample, m Metrics) error {
-	return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
-		return t.microStep(micro, epoch == 0, acc)
-	}, func() error { return t.optimizerStep(m) })
+	return t.sharded(func() error {
+		return t.passes(samples, rngActor, m, t.opt, policyLayout, func(micro []*sample, epoch int, acc *statAcc) error {
+			return t.microStep(micro, epoch == 0, acc)
+		}, func() error { return t.optimizerStep(m) })
+	})
+}
+
+// sharded runs fn with the policy's weights sharded (ZeRO-3; as they are otherwise) and gathers
+// them whole after it.
+func (t *Trainer) sharded(fn func() error) error {
+	if err := torch.Do(func() error { t.opt.Shard(); return nil }); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	if err := inCollective(t.dist.trainGroup(), "gathering the weights", t.opt.Unshard); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
+	}
+	return nil
 }
 
 // Purposes of the step's random generators (stepRNG).
@@ -43,13 +61,19 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 				return err
 			}
 			mcs := pack(t.dist.share(mb), u.MicroTokens)
-			for i, mc := range mcs {
-				if i == len(mcs)-1 {
-					opt.Arm()
+			err := t.matchedPasses(opt, len(mcs), func() error {
+				for i, mc := range mcs {
+					if i == len(mcs)-1 {
+						opt.Arm()
+					}
+					if err := micro(mc, epoch, acc); err != nil {
+						return err
+					}
 				}
-				if err := micro(mc, epoch, acc); err != nil {
-					return err
-				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			if err := step(); err != nil {
 				return err
@@ -61,6 +85,34 @@ func (t *Trainer) passes(samples []*sample, purpose uint64, m Metrics, opt optim
 		return fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}
 	acc.report(m)
+	return nil
+}
+
+// matchedPasses runs this rank's n backward passes (run) and then the idle ones it owes the other
+// ranks' collectives: under ZeRO-2 and -3 every rank makes as many passes as the rank with the
+// most micro-batches, a count agreed before any pass (a collective of its own).
+func (t *Trainer) matchedPasses(opt optimizer, n int, run func() error) error {
+	return matchPasses(t.dist.trainGroup(), opt, n, t.iter, run)
+}
+
+// matchPasses is matchedPasses over group g in step iter: run's error comes back as it is, the
+// collectives' with the step and where they failed.
+func matchPasses(g *torch.ProcessGroup, opt optimizer, n, iter int, run func() error) error {
+	total := n
+	if err := inCollective(g, "agreeing on the backward passes", func() { total = opt.Passes(n) }); err != nil {
+		return fmt.Errorf("grpo: step %d: %w", iter, err)
+	}
+	if err := run(); err != nil {
+		return err
+	}
+	err := inCollective(g, "idle backward passes", func() {
+		for i := n; i < total; i++ {
+			opt.Idle()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("grpo: step %d: %w", iter, err)
+	}
 	return nil
 }
 
@@ -103,7 +155,7 @@ func (t *Trainer) microStep(micro []*sample, first bool, acc *statAcc) error {
 		s := torch.NewScope()
 		defer s.Close()
 		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Temperature: t.temperature(), Entropy: true,
-			Checkpoint: t.cfg.Update.Checkpoint})
+			Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady(), Weights: t.opt.UnitWeights()})
 		if err != nil {
 			return fmt.Errorf("grpo: training pass: %w", err)
 		}

@@ -31,6 +31,28 @@ type ForwardOptions struct {
 	// Hidden also returns the final hidden states (after the last norm) [rows, cols, hidden]; in
 	// Train they carry gradients, so a value head (a PPO critic) can be trained through the model.
 	Hidden bool
+	// GradsReady (Train only), when set, is called by Backward each time a unit's gradients are
+	// complete (units: see Model.Units), so that they can be reduced and dropped before the next
+	// unit's are made: the last unit (the final norm and an untied head) after the head's backward,
+	// then layer by layer down to the embedding (unit 0). With Checkpoint each layer's call follows
+	// its own backward; without it, the layers' calls follow the one backward pass through all of
+	// them. The order is the same in every pass.
+	GradsReady func(unit int)
+	// Weights (Train only, with Checkpoint), when set, holds each unit's weights only while the
+	// pass needs them (ZeRO-3: the weights are gathered from shards): Train and Backward call
+	// Gather(u) before unit u's weights are used and Release(u) once the pass is done with them
+	// (in Backward, after GradsReady(u)). The calls come in the same order in every pass: Train
+	// gathers the embedding, each layer in turn and the last unit; Backward releases the last
+	// unit, gathers and releases each layer from the top, then gathers (untied) and releases the
+	// embedding. A tied embedding stays gathered from Train's start to Backward's end (the head
+	// uses it); an untied one is released after the embedding lookup.
+	Weights UnitWeights
+}
+
+// UnitWeights gathers and releases a unit's weights (see ForwardOptions.Weights and Model.Units).
+type UnitWeights interface {
+	Gather(unit int)
+	Release(unit int)
 }
 
 // DefaultHeadMemoryBudget is the HeadMemoryBudget that 0 selects: 1 GiB of float32 logits, which

@@ -153,6 +153,26 @@ func (m *Model) Parameters() []Param {
 	return ps
 }
 
+// Units is the unit of each of Parameters, in its order: 0 for the embedding (with a tied head),
+// 1+l for decoder layer l, NumUnits-1 for the final norm and an untied head. A unit's gradients
+// are complete together in Backward (ForwardOptions.GradsReady), so a sharded optimizer can
+// reduce them unit by unit.
+func (m *Model) Units() []int {
+	us := []int{0} // the embedding, first in weights
+	for i, l := range m.Layers {
+		for range l.weights(m.Config) {
+			us = append(us, 1+i)
+		}
+	}
+	for len(us) < len(m.weights()) { // the final norm and an untied head
+		us = append(us, m.NumUnits()-1)
+	}
+	return us
+}
+
+// NumUnits is the number of units of Units: the embedding, the layers and the final one.
+func (m *Model) NumUnits() int { return len(m.Layers) + 2 }
+
 // ParameterTensors is Parameters without the names, for the optimizer and grad clipping.
 func (m *Model) ParameterTensors() []*torch.Tensor {
 	var ts []*torch.Tensor

@@ -46,18 +46,28 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	if err := b.checkIDs(m.Config.VocabSize); err != nil {
 		return nil, err
 	}
+	if o.Weights != nil && !o.Checkpoint {
+		return nil, fmt.Errorf("model: weights gathered unit by unit need Checkpoint (the backward re-runs each layer)")
+	}
 	ids, a := m.inputs(b)
 	p = &Pass{m: m, b: b, o: o, ids: ids, a: a}
 	if o.Checkpoint {
 		torch.NoGrad(func() {
+			p.gather(0)
 			x := m.embed(ids)
-			for _, l := range m.Layers {
+			if !m.Config.TieWordEmbeddings {
+				p.release(0)
+			}
+			for i, l := range m.Layers {
 				p.inputs = append(p.inputs, x)
 				in := x
+				p.gather(1 + i)
 				x = torch.Scoped(func() *torch.Tensor { return l.Forward(in, a) })
+				p.release(1 + i)
 			}
 			p.last = x
 		})
+		p.gather(m.NumUnits() - 1)
 	} else {
 		torch.EnableGrad(func() { p.last = m.layers(m.embed(ids), a) }) // even inside a caller's NoGrad
 	}
@@ -112,23 +122,56 @@ func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 		return fmt.Errorf("model: the loss depends on neither the log-probs, the entropies nor the hidden states")
 	}
 	g = g.View(p.last.Shape()...)
-	defer p.release()
+	defer p.free()
+	p.ready(p.m.NumUnits() - 1)
+	p.release(p.m.NumUnits() - 1)
 	if !p.o.Checkpoint {
 		torch.Backward([]*torch.Tensor{p.last}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+		for u := len(p.m.Layers); u >= 0; u-- {
+			p.ready(u)
+		}
 		return nil
 	}
 	for l := len(p.m.Layers) - 1; l >= 0; l-- {
+		p.gather(1 + l)
 		g = p.backwardLayer(l, g)
+		p.ready(1 + l)
+		p.release(1 + l)
+	}
+	if !p.m.Config.TieWordEmbeddings {
+		p.gather(0)
 	}
 	torch.EnableGrad(func() {
 		x := p.m.embed(p.ids)
 		torch.Backward([]*torch.Tensor{x}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
 	})
+	p.ready(0)
+	p.release(0)
 	return nil
 }
 
-// release frees what only the backward pass needed (the Output tensors stay for metrics).
-func (p *Pass) release() {
+// ready tells ForwardOptions.GradsReady, if set, that unit u's gradients are complete.
+func (p *Pass) ready(u int) {
+	if p.o.GradsReady != nil {
+		p.o.GradsReady(u)
+	}
+}
+
+// gather and release pass unit u on to ForwardOptions.Weights, if set.
+func (p *Pass) gather(u int) {
+	if p.o.Weights != nil {
+		p.o.Weights.Gather(u)
+	}
+}
+
+func (p *Pass) release(u int) {
+	if p.o.Weights != nil {
+		p.o.Weights.Release(u)
+	}
+}
+
+// free frees what only the backward pass needed (the Output tensors stay for metrics).
+func (p *Pass) free() {
 	for _, t := range []*torch.Tensor{p.ids, p.a.cos, p.a.sin, p.a.mask, p.last, p.hflat} {
 		t.Free() // nil-safe
 	}

@@ -1,6 +1,9 @@
 package model
 
 import (
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -42,6 +45,146 @@ func TestHeadMemoryBudget(t *testing.T) {
 			}
 			torch.ZeroGrad(m.ParameterTensors())
 			s.Close()
+		}
+		return nil
+	})
+}
+
+// GradsReady is told each unit once per Backward, the last unit first and the embedding last, with
+// and without checkpointing; when a unit is told, its gradients are complete (each equals the
+// gradient the whole pass gives it; bfloat16 recomputes within 4 % of the tensor's largest).
+func TestGradsReady(t *testing.T) {
+	onTorch(t, func() error {
+		m := testModel(t, "qwen3", true, 53) // tied: the head's gradients go to the embedding
+		defer m.Close()
+		m.SetTrainable(true)
+		b, err := NewBatch(randomSeqs(54, m.Config.VocabSize, 5, 6), false)
+		if err != nil {
+			return err
+		}
+		params, units := m.ParameterTensors(), m.Units()
+		if len(units) != len(params) || units[0] != 0 || units[len(units)-1] != m.NumUnits()-1 {
+			t.Fatalf("units %v for %d parameters, %d units", units, len(params), m.NumUnits())
+		}
+		want := []int{m.NumUnits() - 1}
+		for u := len(m.Layers); u >= 0; u-- {
+			want = append(want, u)
+		}
+		// The whole pass's gradients, to compare each unit's with when it is told.
+		s := torch.NewScope()
+		defer s.Close()
+		p, err := m.Train(b, ForwardOptions{})
+		if err != nil {
+			return err
+		}
+		if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+			return err
+		}
+		whole := make([][]float32, len(params))
+		for i, w := range params {
+			whole[i] = w.Grad().Float32s()
+		}
+		for _, ckpt := range []bool{false, true} {
+			torch.ZeroGrad(params)
+			var got []int
+			ready := func(u int) {
+				got = append(got, u)
+				for i, w := range params {
+					if units[i] != u {
+						continue
+					}
+					scale := 0.0
+					for _, v := range whole[i] {
+						scale = math.Max(scale, math.Abs(float64(v)))
+					}
+					if d := maxAbsDiff(w.Grad().Float32s(), whole[i]); d > tol(1e-5, 0.04*scale) {
+						t.Errorf("checkpoint %v: unit %d told with parameter %d's gradient %g from the whole pass's", ckpt, u, i, d)
+					}
+				}
+			}
+			p, err := m.Train(b, ForwardOptions{Checkpoint: ckpt, GradsReady: ready})
+			if err != nil {
+				return err
+			}
+			if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+				return err
+			}
+			if len(got) != len(want) {
+				t.Errorf("checkpoint %v: told %v, want %v", ckpt, got, want)
+				continue
+			}
+			for k := range want {
+				if got[k] != want[k] {
+					t.Errorf("checkpoint %v: told %v, want %v", ckpt, got, want)
+					break
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// unitLog records the calls a pass makes to its UnitWeights and GradsReady, and which units are
+// gathered at each.
+type unitLog struct {
+	calls    []string
+	gathered map[int]bool
+}
+
+func (l *unitLog) Gather(u int) {
+	l.calls = append(l.calls, fmt.Sprintf("g%d", u))
+	l.gathered[u] = true
+}
+
+func (l *unitLog) Release(u int) {
+	l.calls = append(l.calls, fmt.Sprintf("r%d", u))
+	delete(l.gathered, u)
+}
+
+// With Weights, a checkpointed pass gathers each unit before it is used and releases it after, in
+// the documented order: a tied embedding for the whole pass, an untied one around its lookup and
+// its backward; GradsReady(u) comes while u is gathered; nothing stays gathered after Backward.
+// Without Checkpoint, Weights is refused.
+func TestUnitWeightsOrder(t *testing.T) {
+	onTorch(t, func() error {
+		for _, tied := range []bool{true, false} {
+			m := testModel(t, "qwen3", tied, 55)
+			m.SetTrainable(true)
+			b, err := NewBatch(randomSeqs(56, m.Config.VocabSize, 5), false)
+			if err != nil {
+				return err
+			}
+			l := &unitLog{gathered: map[int]bool{}}
+			ready := func(u int) {
+				if !l.gathered[u] {
+					t.Errorf("tied %v: GradsReady(%d) while it is not gathered", tied, u)
+				}
+				l.calls = append(l.calls, fmt.Sprintf("d%d", u))
+			}
+			if _, err := m.Train(b, ForwardOptions{Weights: l}); err == nil {
+				t.Errorf("tied %v: Weights without Checkpoint accepted", tied)
+			}
+			s := torch.NewScope()
+			p, err := m.Train(b, ForwardOptions{Checkpoint: true, Weights: l, GradsReady: ready})
+			if err != nil {
+				return err
+			}
+			if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+				return err
+			}
+			s.Close()
+			m.Close()
+			// The test model has 2 layers: units 0 (embedding), 1, 2 (layers), 3 (norm, untied head).
+			want := "g0 g1 r1 g2 r2 g3 d3 r3 g2 d2 r2 g1 d1 r1 d0 r0"
+			if !tied {
+				want = "g0 r0 g1 r1 g2 r2 g3 d3 r3 g2 d2 r2 g1 d1 r1 g0 d0 r0"
+			}
+			if got := strings.Join(l.calls, " "); got != want {
+				t.Errorf("tied %v: calls %q, want %q", tied, got, want)
+			}
+			if len(l.gathered) != 0 {
+				t.Errorf("tied %v: still gathered after Backward: %v", tied, l.gathered)
+			}
 		}
 		return nil
 	})

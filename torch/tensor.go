@@ -59,6 +59,16 @@ func (t *Tensor) Free() {
 	check("Free", C.mt_free(&h, 1))
 }
 
+// Swap exchanges the tensors t and u hold: afterwards t is what u was and the other way round,
+// each still owned by its own scope. Code that keeps *Tensor fields (a model's weights) can so be
+// pointed at another tensor, e.g. a weight gathered from shards and then an empty placeholder.
+func (t *Tensor) Swap(u *Tensor) {
+	t.handle("Swap")
+	u.handle("Swap")
+	t.h, u.h = u.h, t.h
+	t.meta, u.meta = u.meta, t.meta
+}
+
 // MoveTo transfers ownership to s (e.g. a long-lived scope) and returns t.
 func (t *Tensor) MoveTo(s *Scope) *Tensor {
 	t.handle("MoveTo")

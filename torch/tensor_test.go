@@ -202,3 +202,27 @@ func TestErrorsComeBack(t *testing.T) {
 		expectFloats(t, "after errors", FromSlice([]float32{1, 2}).AddScalar(1).Float32s(), []float64{2, 3}, 0)
 	})
 }
+
+// Swap exchanges what two tensors hold, shapes included; each scope frees what its tensor holds
+// at close (no double free, no leak: the other tensor stays usable).
+func TestSwap(t *testing.T) {
+	onTorch(t, func() {
+		long := NewLongScope("swap test")
+		defer long.Close()
+		var w *Tensor
+		long.With(func() { w = dev(FromSlice([]float32{1, 2, 3, 4}, 2, 2)) })
+		expectInts(t, "shape before", w.Shape(), []int64{2, 2})
+		s := NewScope()
+		g := dev(FromSlice([]float32{7, 8, 9}))
+		w.Swap(g)
+		expectInts(t, "w's shape", w.Shape(), []int64{3})
+		expectFloats(t, "w", w.Float32s(), []float64{7, 8, 9}, 0)
+		expectFloats(t, "g", g.Float32s(), []float64{1, 2, 3, 4}, 0)
+		w.Swap(g)
+		s.Close() // frees g, holding {7, 8, 9} again
+		expectFloats(t, "w after the scope", w.Float32s(), []float64{1, 2, 3, 4}, 0)
+		if g.Valid() {
+			t.Errorf("g outlived its scope")
+		}
+	})
+}

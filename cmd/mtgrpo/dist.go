@@ -55,15 +55,15 @@ func joinRun(l launch.Launch, cfg *config.Config) (*grpo.Dist, func(), error) {
 			os.Exit(1)
 		}
 	}()
-	d, err := grpo.NewDist(pg, grpo.DistConfig{ZeRO1: cfg.Dist.Zero1, Overlap: cfg.Dist.Overlap,
+	d, err := grpo.NewDist(pg, grpo.DistConfig{Stage: cfg.ZeROStage(), Overlap: cfg.Dist.Overlap,
 		RolloutRanks: cfg.Dist.RolloutRanks, Timeout: cfg.Dist.Timeout})
 	if err != nil {
 		wd.Stop()
 		pg.Close()
 		return nil, nil, err
 	}
-	fmt.Fprintf(os.Stderr, "mtgrpo: rank %d of %d, %s process group on %s (%s), ZeRO-1 %v\n",
-		l.Dist.Rank, l.Dist.WorldSize, pg.Backend(), l.Dist.Device, l.Source, cfg.Dist.Zero1)
+	fmt.Fprintf(os.Stderr, "mtgrpo: rank %d of %d, %s process group on %s (%s), ZeRO stage %s\n",
+		l.Dist.Rank, l.Dist.WorldSize, pg.Backend(), l.Dist.Device, l.Source, cfg.ZeROStage())
 	return d, func() {
 		// Every rank reaches here after the same last step; the barrier keeps rank 0's store up
 		// until all are done, and the watchdog stops before a finished rank looks dead.

@@ -33,8 +33,8 @@ func dpArgs(model, runDir string) []string {
 }
 
 // `mtgrpo train --nproc 2` trains as one process does: the same exported weights within dpTol,
-// every step's metrics written once by rank 0; ZeRO-1 gives the same weights as plain data
-// parallel; the same run under torchrun's variables (set by the test, as torchrun would) is the
+// every step's metrics written once by rank 0; ZeRO-1 and ZeRO-3 (with gradient checkpointing)
+// give the same weights; the same run under torchrun's variables (set by the test, as torchrun would) is the
 // --nproc run bit for bit; and a world-size-2 checkpoint (ZeRO-1's) resumes in one process.
 func TestTrainDataParallel(t *testing.T) {
 	if testing.Short() {
@@ -53,9 +53,10 @@ func TestTrainDataParallel(t *testing.T) {
 	one := runOne("one")
 	two := runOne("two", "--nproc", "2")
 	zero := runOne("zero", "--nproc", "2", "--set", "dist.zero1=true")
+	zero3 := runOne("zero3", "--nproc", "2", "--set", "dist.zero_stage=3", "--set", "update.gradient_checkpointing=true")
 
 	ref := exported(t, one)
-	for name, run := range map[string]string{"--nproc 2": two, "--nproc 2 with ZeRO-1": zero} {
+	for name, run := range map[string]string{"--nproc 2": two, "--nproc 2 with ZeRO-1": zero, "--nproc 2 with ZeRO-3": zero3} {
 		d, at := maxWeightDiff(t, ref, exported(t, run))
 		t.Logf("%s vs one process: largest weight difference %.3g (%s)", name, d, at)
 		if d > dpTol {

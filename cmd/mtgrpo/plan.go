@@ -38,7 +38,7 @@ func planCmd(args []string) error {
 	rf := newRunFlags(fs, commonKeys)
 	nproc := fs.Int("nproc", defaultNproc(), "training processes, one per device (the world size)")
 	memory := fs.String("device-memory", "", "one device's memory: 80GB, 80GiB, 81559MiB (default on CUDA: the smallest GPU's, from nvidia-smi)")
-	stages := fs.Bool("stages", false, "plan ZeRO stages 0 to 3 side by side (2 and 3 are not implemented yet)")
+	stages := fs.Bool("stages", false, "plan ZeRO stages 0 to 3 side by side")
 	if err := rf.parse(planCommand, args); err != nil {
 		return err
 	}
@@ -94,12 +94,9 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
 		Slots: cfg.Slots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
-		Critic: g.NeedsCritic(), Device: device}
+		Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
-	}
-	if cfg.Dist.Zero1 {
-		r.Stage = memplan.StageZeRO1
 	}
 	return r, nil
 }

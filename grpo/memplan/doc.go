@@ -8,8 +8,8 @@
 // tensor bytes of every rank and compares them with Predict. Activations and logits are estimates,
 // with the formula written where they are computed (activations.go).
 //
-// Stages: 0 is plain data parallelism (everything whole on every rank), 1 is ZeRO-1 as grpo
-// implements it (dist_zero.go). Stages 2 and 3 are modelled as DeepSpeed defines them (gradients,
-// then also weights, sharded) so that a plan can say which stage a model needs, but a run refuses
-// them: they are not implemented.
+// Stages: 0 is plain data parallelism (everything whole on every rank), 1 to 3 are ZeRO-1 to -3 as
+// grpo implements them (dist_zero.go, dist_zero3.go): the optimizer state sharded, then also the
+// gradients (unit by unit in the backward), then also the weights in training (gathered unit by
+// unit; a whole copy for generation).
 package memplan

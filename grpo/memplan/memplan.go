@@ -7,16 +7,13 @@ import (
 // Stage is a ZeRO stage (Rajbhandari et al., arXiv 1910.02054).
 type Stage int
 
-// The stages. Only StageDP and StageZeRO1 run; the others are planned, not implemented.
+// The stages (all run; see grpo.DistConfig.Stage).
 const (
 	StageDP    Stage = 0 // plain data parallelism: weights, gradients and optimizer state whole on every rank
 	StageZeRO1 Stage = 1 // float32 masters, AdamW moments and the gradient sum sharded (grpo dist.zero1)
-	StageZeRO2 Stage = 2 // as 1, and the gradients never held whole (reduce-scattered bucket by bucket)
-	StageZeRO3 Stage = 3 // as 2, and the weights sharded too, a layer gathered at a time
+	StageZeRO2 Stage = 2 // as 1, and the gradients never held whole (reduce-scattered unit by unit, in the backward)
+	StageZeRO3 Stage = 3 // as 2, and the weights sharded too in training, a unit gathered at a time
 )
-
-// Implemented reports whether a run can use the stage.
-func (s Stage) Implemented() bool { return s == StageDP || s == StageZeRO1 }
 
 func (s Stage) String() string {
 	switch s {
@@ -85,21 +82,24 @@ type Plan struct {
 	Run  Run
 	Rank int
 	// Persistent, allocated once and held all run.
-	Weights   int64 // the policy's weights
-	Grads     int64 // the weights' gradients, and ZeRO's float32 gradient shard
-	Masters   int64 // float32 master weights (bfloat16/float16 weights; ZeRO-1: always)
-	Moments   int64 // AdamW's two moments
-	Comm      int64 // gradient buckets (data parallel), ZeRO's gather buffer
-	Reference int64 // the reference model's weights
-	Critic    int64 // the critic's weights, gradients, masters, moments and buckets
-	KVCache   int64 // the rollout engine's K and V
+	Weights int64 // the policy's weights
+	Grads   int64 // the weights' gradients, and ZeRO's float32 gradient shard
+	// GradsInFlight is the part of Grads that a ZeRO backward pass holds until it reduces it (the
+	// weights' own gradients): ZeRO-1 all of them until the end of the mini-batch, ZeRO-2 a unit's.
+	GradsInFlight int64
+	Masters       int64 // float32 master weights (bfloat16/float16 weights; ZeRO-1: always)
+	Moments       int64 // AdamW's two moments
+	Comm          int64 // gradient buckets (data parallel), ZeRO's gather buffer
+	Reference     int64 // the reference model's weights
+	Critic        int64 // the critic's weights, gradients, masters, moments and buckets
+	KVCache       int64 // the rollout engine's K and V
 	// Transient, during one training pass.
 	Activations        int64 // the activations kept for backward, as configured (estimate)
 	ActivationsPlain   int64 // ... without gradient checkpointing
 	ActivationsCkpt    int64 // ... with it
 	Logits             int64 // the largest float32 [tokens, vocab] tensor of the head
 	LogitsCopies       int64 // how many of them exist at once in the head's backward
-	Gathered           int64 // ZeRO-3: the gathered full weights (two layers in training, the model in rollout)
+	Gathered           int64 // ZeRO-3: the gathered weights (the units in flight in training, the model in rollout)
 	GatheredForRollout int64
 }
 
@@ -126,11 +126,9 @@ func (p Plan) Usable() int64 { return int64(float64(p.Run.Device) * (1 - Headroo
 // Fits reports whether Peak fits Usable; true when the device's memory is unknown.
 func (p Plan) Fits() bool { return p.Run.Device == 0 || p.Peak() <= p.Usable() }
 
-// Check is nil when the run can go ahead: a stage that runs, and a plan that fits.
+// Check is nil when the run can go ahead: a plan that fits.
 func (p Plan) Check() error {
 	switch {
-	case !p.Run.Stage.Implemented():
-		return fmt.Errorf("ZeRO stage %d is not implemented (stages 0 and 1 run)", int(p.Run.Stage))
 	case !p.Fits():
 		return fmt.Errorf("rank %d needs %s at its peak but %s of the device's %s are usable (%.0f%% left free)",
 			p.Rank, FormatBytes(p.Peak()), FormatBytes(p.Usable()), FormatBytes(p.Run.Device), Headroom*100)

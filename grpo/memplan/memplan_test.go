@@ -42,8 +42,14 @@ func TestPredictPersistent(t *testing.T) {
 	single.World = 1
 	dp := tinyRun()
 	dp.Stage = StageDP
+	z2 := tinyRun()
+	z2.Stage = StageZeRO2
+	z2plain := z2
+	z2plain.Checkpointing = false
 	z3 := tinyRun()
 	z3.Stage = StageZeRO3
+	untied := z2
+	untied.Model.Tied, untied.Model.Params = false, 356+40
 	cases := []struct {
 		name string
 		r    Run
@@ -62,8 +68,25 @@ func TestPredictPersistent(t *testing.T) {
 		// The last rank holds 356 − 2·119 = 118 real elements: moments 2·118·4 = 944; its master
 		// and gradient shards are padded to 119.
 		{"zero1 rank 2", tinyRun(), 2, persistent{712, 1188, 476, 944, 60}},
-		// ZeRO-3 (planned): weights 119·2 = 238; gradients 119·4 + 2·64 = 604.
-		{"zero3 rank 0", z3, 0, persistent{238, 604, 476, 952, 60}},
+		// ZeRO-2 on 3 ranks, by unit: embedding 40 (tied head), layers 156 and 156, final norm 4;
+		// shards ⌈40/3⌉ = 14, 52, 52, ⌈4/3⌉ = 2: S = 120 (masters and gradient shards 480); rank 0
+		// holds 120 real elements (moments 960); round c = max(min(14, 5), min(52, 5), ...) = 5,
+		// buffer 60. In flight with checkpointing: the tied embedding's 40 (from the head's
+		// backward to its own) and the largest other unit's, a layer's 156: 196·2 = 392;
+		// gradients 480 + 392 = 872.
+		{"zero2 rank 0", z2, 0, persistent{712, 872, 480, 960, 60}},
+		// Rank 2: embedding 40 − 28 = 12, layers 52 and 52, norm 4 − 4 = 0: 116 (moments 928).
+		{"zero2 rank 2", z2, 2, persistent{712, 872, 480, 928, 60}},
+		// Without checkpointing the layers' backward is one call: all but the norm's 4 in
+		// flight, (356 − 4)·2 = 704; gradients 480 + 704 = 1184.
+		{"zero2 no checkpointing", z2plain, 0, persistent{712, 1184, 480, 960, 60}},
+		// ZeRO-3: as ZeRO-2, and no weights of its own (they are gathered from the masters, cast
+		// to bfloat16 through a second buffer of 3·5·2 = 30): buffers 90.
+		{"zero3 rank 0", z3, 0, persistent{0, 872, 480, 960, 90}},
+		// An untied head (10·4 = 40 more, P = 396) joins the final norm: units 40, 156, 156, 44;
+		// shards 14, 52, 52, 15: S = 133 (masters 532, rank 0's moments 1064); in flight the
+		// largest unit alone, a layer's 156: 312; gradients 532 + 312 = 844; weights 396·2 = 792.
+		{"zero2 untied", untied, 0, persistent{792, 844, 532, 1064, 60}},
 	}
 	for _, c := range cases {
 		if got := persistentOf(predict(t, c.r, c.rank)); got != c.want {
@@ -82,7 +105,8 @@ func TestPredictTransientAndExtras(t *testing.T) {
 	// Logits: 6·10·4 = 240 bytes, within the 1 GiB budget: kept, three at once.
 	// Reference: 356·2 = 712. Critic: head 4 + 1 = 5 float32; weights and gradients
 	// 2·(712 + 20) = 1464, moments 2·361·4 = 2888, masters 1424, buckets 356·4 + 20 = 1444: 7220.
-	// ZeRO-3 gathers: a layer is (356 − 40 − 4)/2 = 156 weights; two of them, 2·156·2 = 624.
+	// ZeRO-3 gathers in training what ZeRO-2 has in flight: the tied embedding and a layer (356 −
+	// 40 − 4)/2 = 156, (40 + 156)·2 = 392; a whole copy for generation, 712.
 	want := map[string][2]int64{
 		"kv": {p.KVCache, 240}, "plain": {p.ActivationsPlain, 1728}, "ckpt": {p.ActivationsCkpt, 1008},
 		"activations": {p.Activations, 1008}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 3},
@@ -94,8 +118,8 @@ func TestPredictTransientAndExtras(t *testing.T) {
 		}
 	}
 	r.Stage = StageZeRO3
-	if p := predict(t, r, 0); p.Gathered != 624 || p.GatheredForRollout != 712 {
-		t.Errorf("zero3 gathers %d (training) and %d (rollout), want 624 and 712", p.Gathered, p.GatheredForRollout)
+	if p := predict(t, r, 0); p.Gathered != 392 || p.GatheredForRollout != 712 {
+		t.Errorf("zero3 gathers %d (training) and %d (rollout), want 392 and 712", p.Gathered, p.GatheredForRollout)
 	}
 }
 
@@ -116,10 +140,6 @@ func TestFits(t *testing.T) {
 		if p.Fits() != c.fits || (p.Check() == nil) != c.fits {
 			t.Errorf("device %d: fits %v (check %v), want %v", c.device, p.Fits(), p.Check(), c.fits)
 		}
-	}
-	r.Stage, r.Device = StageZeRO2, 0
-	if err := predict(t, r, 0).Check(); err == nil || !strings.Contains(err.Error(), "not implemented") {
-		t.Errorf("stage 2: %v, want a refusal", err)
 	}
 }
 

@@ -15,9 +15,15 @@ package memplan
 //	            float32 weights), moments 2·n_r·4 where n_r is the rank's real elements (AdamW runs
 //	            over the parameters' pieces, not the padding), and the round buffer W·c·4 with
 //	            c = max(1, min(S, B/4/W))
-//	stage 2     as 1, but the backward's gradients leave bucket by bucket: 2·B in flight (planned)
-//	stage 3     as 2, and weights S·d, with two layers gathered while training (the current and
-//	            the prefetched) and a whole d-byte copy while generating (planned)
+//	stage 2     as 1, but each unit (model.Model.Units: the embedding, each layer, the final norm
+//	            and an untied head) is a flat space of its own cut into W shards of s_u = ⌈u/W⌉,
+//	            so S = Σ s_u and the rank's real elements are summed over the units; c is the
+//	            largest unit's; the backward's gradients are reduce-scattered unit by unit, so
+//	            only those of the units in flight exist (gradsInFlight)
+//	stage 3     as 2, and no weights of their own (grpo's ZeRO-3 gathers them from the master
+//	            shards, cast to d bytes through a second round buffer W·c·d when d < 4): while
+//	            training the units in flight gathered (as their gradients), while generating a
+//	            whole d-byte copy
 //
 // The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
@@ -51,17 +57,28 @@ func Predict(r Run, rank int) (Plan, error) {
 		if w > 1 {
 			p.Comm = P * r.WireBytes
 		}
-	default:
+	case StageZeRO1:
 		s := (P + w - 1) / w
 		mine := min(max(P-int64(rank)*s, 0), s)
 		chunk := max(1, min(s, r.BucketBytes/4/w))
 		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, P*d+s*4, s*4, 2*mine*4, w*chunk*4
-		if stage >= StageZeRO2 {
-			p.Grads = s*4 + 2*r.BucketBytes
+		p.GradsInFlight = P * d
+	default:
+		var shards, mine, chunk int64 = 0, 0, 1
+		for _, u := range m.units() {
+			s := (u + w - 1) / w
+			shards, mine = shards+s, mine+min(max(u-int64(rank)*s, 0), s)
+			chunk = max(chunk, min(s, r.BucketBytes/4/w))
 		}
+		ckpt := r.Checkpointing || stage == StageZeRO3 // stage 3 runs only with checkpointing
+		p.GradsInFlight = m.unitsInFlight(ckpt) * d
+		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, shards*4+p.GradsInFlight, shards*4, 2*mine*4, w*chunk*4
 		if stage == StageZeRO3 {
-			p.Weights = s * d
-			p.Gathered = 2 * m.layerParams() * d
+			p.Weights = 0
+			if d < 4 {
+				p.Comm += w * chunk * d // the gathers' buffer in the weights' dtype
+			}
+			p.Gathered = p.GradsInFlight
 			p.GatheredForRollout = P * d
 		}
 	}
@@ -94,6 +111,38 @@ func criticBytes(m Model, d, wire, world int64) int64 {
 		b += P*wire + head*4
 	}
 	return b
+}
+
+// units is the size of each of model.Model.Units: the embedding (with a tied head), the layers,
+// the final norm and an untied head.
+func (m Model) units() []int64 {
+	embed := int64(m.Vocab) * int64(m.Hidden)
+	last := int64(m.Hidden)
+	if !m.Tied {
+		last += embed
+	}
+	us := []int64{embed}
+	for range m.Layers {
+		us = append(us, m.layerParams())
+	}
+	return append(us, last)
+}
+
+// unitsInFlight is the most gradient elements a ZeRO-2 backward pass holds before reducing them,
+// and the most weight elements a ZeRO-3 pass holds gathered. With checkpointing, one unit's at a
+// time, besides a tied embedding's, which the head's backward starts and the embedding's ends (and
+// whose weights the head uses); without it, the layers' backward is one autograd call, after
+// which every unit but the last holds its gradients.
+func (m Model) unitsInFlight(checkpointing bool) int64 {
+	us := m.units()
+	embed, last := us[0], us[len(us)-1]
+	if !checkpointing {
+		return m.Params - last
+	}
+	if m.Tied {
+		return embed + max(last, m.layerParams())
+	}
+	return max(embed, last, m.layerParams())
 }
 
 // layerParams is one decoder layer's weights: the model's without the embedding, an untied

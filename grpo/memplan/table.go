@@ -54,18 +54,13 @@ func WriteTable(w io.Writer, heads []string, plans []Plan) error {
 	return tw.Flush()
 }
 
-// verdict is a plan's one-word answer: "yes", "NO", "?" (the device's memory unknown), with
-// "(not implemented)" for the stages that do not run.
+// verdict is a plan's one-word answer: "yes", "NO" or "?" (the device's memory unknown).
 func verdict(p Plan) string {
-	v := "yes"
 	switch {
 	case p.Run.Device == 0:
-		v = "?"
+		return "?"
 	case !p.Fits():
-		v = "NO"
+		return "NO"
 	}
-	if !p.Run.Stage.Implemented() && p.Run.World > 1 {
-		v += " (not implemented)"
-	}
-	return v
+	return "yes"
 }

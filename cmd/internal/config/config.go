@@ -71,7 +71,11 @@ type Config struct {
 // DistConfig is data-parallel training's settings (docs/distributed.md); they apply when the
 // run has several processes (torchrun, srun, --nproc).
 type DistConfig struct {
-	// Zero1 shards the float32 master weights and AdamW moments across the ranks (ZeRO-1).
+	// ZeroStage is the ZeRO stage (DeepSpeed's zero_optimization.stage): 0 plain data
+	// parallelism, 1 the float32 master weights and AdamW moments sharded across the ranks, 2 the
+	// gradients too, 3 the weights too in training (docs/distributed.md).
+	ZeroStage int `yaml:"zero_stage"`
+	// Zero1 true is zero_stage 1 (an older spelling).
 	Zero1 bool `yaml:"zero1"`
 	// RolloutRanks is the number of ranks (the last ones) that only generate, one batch ahead of
 	// the ranks that train (0: every rank does both).

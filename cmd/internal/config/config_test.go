@@ -12,6 +12,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 )
 
 // noEnv is an empty environment, so the host's variables never leak into a test.
@@ -229,3 +230,45 @@ func reflectValue(c *Config) reflect.Value { return reflect.ValueOf(c).Elem() }
 func fmtValue(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// dist.zero_stage picks the ZeRO stage; dist.zero1 true is stage 1; stages that do not exist, or
+// a combination that cannot run, are refused by key.
+func TestZeROStage(t *testing.T) {
+	resolve := func(over ...Override) (*Config, error) {
+		return Resolve(Sources{LookupEnv: noEnv, Overrides: append(append([]Override{}, withModel...), over...)})
+	}
+	set := func(k, v string) Override { return Override{Key: k, Value: v, Where: "--set"} }
+	for _, c := range []struct {
+		over []Override
+		want memplan.Stage
+	}{
+		{nil, memplan.StageDP},
+		{[]Override{set("dist.zero1", "true")}, memplan.StageZeRO1},
+		{[]Override{set("dist.zero_stage", "1"), set("dist.zero1", "true")}, memplan.StageZeRO1},
+		{[]Override{set("dist.zero_stage", "2")}, memplan.StageZeRO2},
+		{[]Override{set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")}, memplan.StageZeRO3},
+	} {
+		cfg, err := resolve(c.over...)
+		if err != nil {
+			t.Errorf("%v: %v", c.over, err)
+			continue
+		}
+		if got := cfg.ZeROStage(); got != c.want {
+			t.Errorf("%v: stage %v, want %v", c.over, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		over  []Override
+		parts []string
+	}{
+		{[]Override{set("dist.zero_stage", "4")}, []string{"dist.zero_stage", "4: want 0, 1, 2 or 3"}},
+		{[]Override{set("dist.zero_stage", "2"), set("dist.zero1", "true")}, []string{"dist.zero1", "dist.zero_stage is 2"}},
+		{[]Override{set("dist.zero_stage", "3")}, []string{"dist.zero_stage", "set update.gradient_checkpointing"}},
+		{[]Override{set("dist.zero_stage", "2"), set("dist.rollout_ranks", "1")}, []string{"dist.rollout_ranks", "ZeRO stage 2"}},
+		{[]Override{set("actor_rollout_ref.actor.fsdp_config.param_offload", "true")},
+			[]string{"param_offload", "offloading to the CPU is not supported"}},
+	} {
+		_, err := resolve(c.over...)
+		expectErr(t, fmt.Sprint(c.over), err, c.parts...)
+	}
+}

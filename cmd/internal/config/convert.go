@@ -10,11 +10,20 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
 // Condenser builds the configured context condenser.
 func (c *Config) Condenser() (rollout.Condenser, error) { return c.Rollout.Condenser.Condenser() }
+
+// ZeROStage is the ZeRO stage the run shards with: dist.zero_stage, or 1 for dist.zero1 true.
+func (c *Config) ZeROStage() memplan.Stage {
+	if c.Dist.Zero1 && c.Dist.ZeroStage == 0 {
+		return memplan.StageZeRO1
+	}
+	return memplan.Stage(c.Dist.ZeroStage)
+}
 
 // Spec is the random model of an init: section.
 func (i *InitConfig) Spec() modelinit.Spec {

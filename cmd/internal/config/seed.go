@@ -85,7 +85,7 @@ var alignAnythingFamily = Family{
 		{Key: "train_cfgs.bf16", Native: "dtype", Value: boolTo("bfloat16", "")},
 		{Key: "train_cfgs.per_device_train_batch_size", Ignore: "the update's mini-batches are update.mini_batches, micro-batches sized by tokens (update.micro_tokens)"},
 		{Key: "train_cfgs.gradient_accumulation_steps", Ignore: "micro-batches are sized by tokens (update.micro_tokens); the update is the same"},
-		{Key: "train_cfgs.ds_cfgs", Ignore: "DeepSpeed's settings: data parallelism is dist.* and --nproc"},
+		{Key: "train_cfgs.ds_cfgs", Ignore: "DeepSpeed's config file: the ZeRO stage is dist.zero_stage, data parallelism dist.* and --nproc"},
 		{Key: "model_cfgs.actor_model_name_or_path", Native: "model"},
 		{Key: "model_cfgs.reward_critic_model_name_or_path", Native: "critic_model"},
 		{Key: "model_cfgs.temperature", Native: "rollout.temperature"},

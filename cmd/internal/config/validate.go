@@ -9,6 +9,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -26,7 +27,7 @@ func (c *Config) bad(key, format string, a ...any) error {
 // in validateEnv, grpo.Config.Validate last), whose errors name the key this places.
 func (c *Config) Validate() error {
 	checks := []func() error{c.validateRun, c.validateEnv, c.validateData, c.validateRollout,
-		c.validateLoop, c.validateExternal, c.validateEffects}
+		c.validateLoop, c.validateDist, c.validateExternal, c.validateEffects}
 	var errs []error
 	for _, check := range checks {
 		errs = append(errs, check())
@@ -196,6 +197,24 @@ func (c *Config) validateLoop() error {
 	}
 	if t.ExportDType != "" && !slices.Contains([]string{"float32", "bfloat16", "float16"}, t.ExportDType) {
 		return c.bad("train.export_dtype", "%q: want float32, bfloat16 or float16", t.ExportDType)
+	}
+	return nil
+}
+
+// validateDist checks the ZeRO stage: one of those that run, given once (dist.zero1 is stage 1),
+// and what it needs.
+func (c *Config) validateDist() error {
+	d := c.Dist
+	switch st := memplan.Stage(d.ZeroStage); {
+	case st < memplan.StageDP || st > memplan.StageZeRO3:
+		return c.bad("dist.zero_stage", "%d: want 0, 1, 2 or 3", d.ZeroStage)
+	case d.Zero1 && st != memplan.StageDP && st != memplan.StageZeRO1:
+		return c.bad("dist.zero1", "true is zero_stage 1, but dist.zero_stage is %d: set only dist.zero_stage", d.ZeroStage)
+	case st == memplan.StageZeRO3 && !c.Update.Checkpoint:
+		return c.bad("dist.zero_stage", "stage 3 gathers each layer again for its backward pass: set update.gradient_checkpointing")
+	case c.ZeROStage() != memplan.StageDP && d.RolloutRanks > 0:
+		return c.bad("dist.rollout_ranks", "%d rollout ranks with ZeRO stage %d: the rollout ranks would need every shard; set dist.zero_stage 0",
+			d.RolloutRanks, c.ZeROStage())
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/grpo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -72,9 +73,9 @@ func readState(dir string) (state, error) {
 func (j *job) save(tr *grpo.Trainer) error {
 	st := j.st
 	if !j.main() {
-		// The trainer's State is a collective under ZeRO-1: every rank takes part, rank 0 writes.
+		// The trainer's State is a collective under ZeRO: every rank takes part, rank 0 writes.
 		// (Otherwise it is rank 0's alone; rollout ranks have no optimizer state.)
-		if tr != nil && j.o.Dist.Config().ZeRO1 {
+		if tr != nil && j.o.Dist.Config().Stage != memplan.StageDP {
 			s := torch.NewScope()
 			defer s.Close()
 			tr.State()

@@ -1,0 +1,314 @@
+package grpo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
+)
+
+// ZeRO-2 and ZeRO-3 at the optimizer's level, over Gloo. A step is zeroMicros passes of the tiny
+// model with gradient checkpointing (so each layer's gradients are reduce-scattered as its
+// backward ends, and under ZeRO-3 each layer's weights gathered for its forward and backward),
+// dealt round-robin to the ranks: at world 4 rank 0 makes 2 passes and the others 1 real and 1
+// idle; at world 2, 3 against 2 and 1 idle. Then clipping (at a norm the gradients exceed) and a
+// step. Each stage's run takes step 0 on 4 ranks, checkpoints, resumes on 2 ranks for step 1,
+// checkpoints, and resumes in one process without sharding for step 2: after each step the
+// weights equal those of one process taking the same steps with the whole AdamW, within distTol
+// (the ranks add the same terms in another order). A rank that dies makes the other's gather
+// fail within a bound: the step's gather of the updated shards (ZeRO-2), a layer's gather in the
+// forward pass (ZeRO-3).
+
+const (
+	zeroWorkerEnv = "MTGRPO_GRPO_ZERO_WORKER" // set: this process is a rank of TestZeRO; its phase
+	zeroStageEnv  = "MTGRPO_GRPO_ZERO_STAGE"
+	zeroDirEnv    = "MTGRPO_GRPO_ZERO_DIR"
+	zeroMicros    = 5
+	zeroClip      = 0.05
+)
+
+func TestZeRO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 16 processes")
+	}
+	requireGloo(t)
+	for _, stage := range []memplan.Stage{memplan.StageZeRO2, memplan.StageZeRO3} {
+		t.Run(fmt.Sprintf("stage%d", stage), func(t *testing.T) { checkZeRO(t, stage) })
+	}
+}
+
+func checkZeRO(t *testing.T, stage memplan.Stage) {
+	dir := t.TempDir()
+	st := zeroStageEnv + "=" + fmt.Sprint(int(stage))
+	var ref []map[string][]float32 // the single process's weights after each step
+	onTorch(t, func() {
+		m := zeroModel(t)
+		defer m.Close()
+		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Close()
+		for k := range 3 {
+			zeroStep(t, m, opt, 1, 0, k)
+			ref = append(ref, weights(m))
+		}
+	})
+	for _, phase := range []string{"4", "2"} {
+		world := map[string]int{"4": 4, "2": 2}[phase]
+		errs, outs := runRanks(t, "TestZeROWorker", world, 2*time.Minute, zeroWorkerEnv+"="+phase, zeroDirEnv+"="+dir, st)
+		for r, err := range errs {
+			if err != nil || !strings.Contains(outs[r], fmt.Sprintf("zero worker rank %d ok", r)) {
+				t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+	onTorch(t, func() {
+		m := zeroModel(t)
+		defer m.Close()
+		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Close()
+		for k, name := range []string{"after0", "after1"} {
+			zeroLoad(t, m, opt, dir, name, k == 1) // the state to go on from after1
+			d, where := maxDiff(ref[k], weights(m))
+			t.Logf("step %d at world %d: largest difference to one process %.3g at %s", k, 4/(k+1), d, where)
+			if d > distTol {
+				t.Errorf("step %d at world %d: weights differ from one process by %g at %s", k, 4/(k+1), d, where)
+			}
+		}
+		zeroStep(t, m, opt, 1, 0, 2)
+		d, where := maxDiff(ref[2], weights(m))
+		t.Logf("step 2, resumed at world 1: largest difference to one process %.3g at %s", d, where)
+		if d > distTol {
+			t.Errorf("step 2, resumed at world 1: weights differ from one process by %g at %s", d, where)
+		}
+	})
+	errs, outs := runRanks(t, "TestZeROWorker", 2, 2*time.Minute, zeroWorkerEnv+"=die", zeroDirEnv+"="+dir, st)
+	if errs[0] != nil || !strings.Contains(outs[0], "zero worker rank 0 ok") {
+		t.Errorf("die: rank 0: %v\n%s", errs[0], outs[0])
+	}
+	if m := failureLine(outs[0]); m != "" {
+		t.Logf("die: %s", m)
+	}
+}
+
+// TestZeROWorker is one rank of TestZeRO (it skips unless started by it).
+func TestZeROWorker(t *testing.T) {
+	phase := os.Getenv(zeroWorkerEnv)
+	if phase == "" {
+		t.Skip("a rank of TestZeRO")
+	}
+	stage, err := strconv.Atoi(os.Getenv(zeroStageEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := torch.DistConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	pg, err := torch.NewProcessGroup(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv(zeroDirEnv)
+	err = torch.Run(func() error {
+		m := zeroModel(t)
+		defer m.Close()
+		d, err := NewDist(pg, DistConfig{Stage: memplan.Stage(stage), BucketBytes: 4 << 10})
+		if err != nil {
+			return err
+		}
+		opt, err := d.newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		if err != nil {
+			return err
+		}
+		defer opt.Close()
+		switch phase {
+		case "4":
+			zeroStep(t, m, opt, pg.Size(), pg.Rank(), 0)
+			zeroSave(t, m, opt, dir, "after0", pg.Rank())
+		case "2":
+			zeroLoad(t, m, opt, dir, "after0", true)
+			zeroStep(t, m, opt, pg.Size(), pg.Rank(), 1)
+			zeroSave(t, m, opt, dir, "after1", pg.Rank())
+		case "die":
+			zeroDie(t, m, opt, pg)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !t.Failed() {
+		fmt.Printf("zero worker rank %d ok\n", pg.Rank())
+	}
+}
+
+// zeroDie: ZeRO-2: both ranks make their passes and clip; rank 1 exits before the step, whose
+// gather of the updated shards must fail on rank 0 with an error within 20 s (Gloo sees the
+// connection close). ZeRO-3: rank 1 exits before its passes, and rank 0's first gather fails.
+func zeroDie(t *testing.T, m *model.Model, opt optimizer, pg *torch.ProcessGroup) {
+	if opt.UnitWeights() != nil {
+		opt.Shard()
+		if pg.Rank() == 1 {
+			fmt.Println("rank 1 exits")
+			os.Exit(3)
+		}
+		start := time.Now()
+		err := zeroPass(m, opt, []int32{3, 4, 5, 6})
+		took := time.Since(start)
+		fmt.Printf("rank 0 failed after %v: %v\n", took.Round(time.Millisecond), err)
+		if err == nil || took > 20*time.Second || !strings.Contains(err.Error(), "AllGatherInto") {
+			t.Errorf("the pass returned %v after %v, want a gather's error within 20 s", err, took)
+		}
+		return
+	}
+	zeroPasses(t, m, opt, pg.Size(), pg.Rank(), 0)
+	torch.NoGrad(func() { opt.ClipGradNorm(zeroClip) })
+	if pg.Rank() == 1 {
+		fmt.Println("rank 1 exits")
+		os.Exit(3)
+	}
+	start := time.Now()
+	err := inCollective(pg, "updating the weights", func() { opt.Step(1e-3) })
+	took := time.Since(start)
+	fmt.Printf("rank 0 failed after %v: %v\n", took.Round(time.Millisecond), err)
+	if err == nil || took > 20*time.Second || !strings.Contains(err.Error(), "updating the weights") {
+		t.Errorf("the step returned %v after %v, want an error naming it within 20 s", err, took)
+	}
+}
+
+func zeroModel(t *testing.T) *model.Model {
+	c, g, err := model.PresetConfig("qwen3", "tiny", &model.Vocab{Size: 40, BOS: 1, EOS: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New(c, g, model.Options{DType: "float32"}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetTrainable(true)
+	return m
+}
+
+// zeroPasses makes this rank's passes of step k (micro-batch i goes to rank i mod world), then
+// the idle ones the other ranks' count asks for.
+func zeroPasses(t *testing.T, m *model.Model, opt optimizer, world, rank, k int) {
+	if err := zeroTry(m, opt, world, rank, k); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zeroTry(m *model.Model, opt optimizer, world, rank, k int) error {
+	rng := rand.New(rand.NewPCG(uint64(k), 17))
+	var mine [][]int32
+	for i := range zeroMicros {
+		ids := make([]int32, 6+i)
+		for j := range ids {
+			ids[j] = int32(3 + rng.IntN(37))
+		}
+		if i%world == rank {
+			mine = append(mine, ids)
+		}
+	}
+	err := matchPasses(nil, opt, len(mine), k, func() error {
+		for i, ids := range mine {
+			if err := zeroPass(m, opt, ids); err != nil {
+				return fmt.Errorf("step %d, pass %d: %w", k, i, err)
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// zeroPass backpropagates −0.01 × the sum of the log-probs of ids.
+func zeroPass(m *model.Model, opt optimizer, ids []int32) error {
+	return torch.Do(func() error {
+		s := torch.NewScope()
+		defer s.Close()
+		b, err := model.NewBatch([][]int32{ids}, true)
+		if err != nil {
+			return err
+		}
+		p, err := m.Train(b, model.ForwardOptions{Checkpoint: true, GradsReady: opt.GradsReady(),
+			Weights: opt.UnitWeights()})
+		if err != nil {
+			return err
+		}
+		return p.Backward(p.LogProbs.Sum(false).MulScalar(-0.01))
+	})
+}
+
+// zeroStep is step k: the passes, clipping and the optimizer's step, with the weights sharded
+// (ZeRO-3) and gathered after.
+func zeroStep(t *testing.T, m *model.Model, opt optimizer, world, rank, k int) {
+	opt.Shard()
+	zeroPasses(t, m, opt, world, rank, k)
+	torch.NoGrad(func() {
+		if norm := opt.ClipGradNorm(zeroClip); norm <= zeroClip {
+			t.Errorf("step %d: gradient norm %g: the test wants clipping (above %g)", k, norm, zeroClip)
+		}
+		opt.Step(1e-3)
+	})
+	opt.Unshard()
+}
+
+// zeroSave writes the weights and the optimizer's whole state (a collective) as dir/name-*.
+func zeroSave(t *testing.T, m *model.Model, opt optimizer, dir, name string, rank int) {
+	s := torch.NewScope()
+	defer s.Close()
+	st := opt.State()
+	if rank != 0 {
+		return
+	}
+	w := map[string]*torch.Tensor{}
+	for _, p := range m.Parameters() {
+		w[p.Name] = p.Tensor
+	}
+	for file, ts := range map[string]map[string]*torch.Tensor{"weights": w, "state": st} {
+		if err := torch.SaveSafetensors(filepath.Join(dir, name+"-"+file+".safetensors"), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// zeroLoad restores the weights and, with state, the optimizer from dir/name-*.
+func zeroLoad(t *testing.T, m *model.Model, opt optimizer, dir, name string, state bool) {
+	s := torch.NewScope()
+	defer s.Close()
+	w, err := loadState(filepath.Join(dir, name+"-weights.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	torch.NoGrad(func() {
+		for _, p := range m.Parameters() {
+			p.Tensor.Copy_(w[p.Name])
+		}
+	})
+	if !state {
+		return
+	}
+	st, err := loadState(filepath.Join(dir, name+"-state.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.LoadState(st); err != nil {
+		t.Fatal(err)
+	}
+}
