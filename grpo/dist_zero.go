@@ -65,9 +65,18 @@ type shardedAdamW struct {
 	buf          *torch.Tensor // [world·chunk] float32: one round's input or output
 	// wire is ZeRO-3's gather buffer in the weights' dtype when they are bfloat16 or float16
 	// ([world·chunk]; nil otherwise): the master shards travel cast, as the weights.
-	wire   *torch.Tensor
-	pieces []piece
-	opt    *torch.AdamW
+	wire *torch.Tensor
+	// ZeRO-3's prefetch (dist_zero3.go): ahead [world·maxShard] and aheadIn [maxShard], in the
+	// weights' dtype, are where the next unit's gather runs while the current unit computes;
+	// pending is that gather; order is the units in the order a pass gathers them and cursor the
+	// place in it of the next gather.
+	ahead, aheadIn *torch.Tensor
+	pending        *prefetch
+	order          []int
+	cursor         int
+	prefetched     int // gathers a prefetch served (for tests)
+	pieces         []piece
+	opt            *torch.AdamW
 }
 
 // flatUnit is one unit's flat space: its parameters (indices into shardedAdamW.params), their
@@ -129,8 +138,13 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitL
 		z.master = torch.Zeros([]int64{z.local}, torch.Float32, pg.Device())
 		z.grad = torch.Zeros([]int64{z.local}, torch.Float32, pg.Device())
 		z.buf = torch.Empty([]int64{world * z.chunk}, torch.Float32, pg.Device())
-		if dt := z.params[0].DType(); stage == memplan.StageZeRO3 && dt != torch.Float32 {
-			z.wire = torch.Empty([]int64{world * z.chunk}, dt, pg.Device())
+		if dt := z.params[0].DType(); stage == memplan.StageZeRO3 {
+			if dt != torch.Float32 {
+				z.wire = torch.Empty([]int64{world * z.chunk}, dt, pg.Device())
+			}
+			most := z.maxShard()
+			z.ahead, z.aheadIn = torch.Empty([]int64{world * most}, dt, pg.Device()), torch.Empty([]int64{most}, dt, pg.Device())
+			z.order = passOrder(len(z.units), z.tied)
 		}
 		for _, u := range z.units {
 			torch.NoGrad(func() { z.copyFlat(u, z.master.Narrow(0, u.local, u.shard), u.lo, false, z.weight) })
@@ -342,6 +356,7 @@ func (z *shardedAdamW) Step(lr float64) {
 		pc.master.SetGrad(pc.grd)
 	}
 	z.opt.Config.LR = lr
+	z.settle() // no gather of the old masters outlives the step
 	z.opt.Step()
 	z.opt.ZeroGrad()
 	if !z.sharded { // ZeRO-3 gathers the masters unit by unit when the next pass needs them
@@ -378,6 +393,7 @@ func (z *shardedAdamW) Skip() {
 func (z *shardedAdamW) Master(string) *torch.Tensor { return nil }
 
 func (z *shardedAdamW) Close() {
+	z.settle()
 	z.opt.Close()
 	z.scope.Close()
 }

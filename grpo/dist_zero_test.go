@@ -260,6 +260,14 @@ func zeroPass(m *model.Model, opt optimizer, ids []int32) error {
 func zeroStep(t *testing.T, m *model.Model, opt optimizer, world, rank, k int) {
 	opt.Shard()
 	zeroPasses(t, m, opt, world, rank, k)
+	// ZeRO-3: every gather of a pass but its first was prefetched while the unit before computed.
+	if z, ok := opt.(*shardedAdamW); ok && z.stage == memplan.StageZeRO3 {
+		if per := len(z.order) - 1; z.prefetched == 0 || z.prefetched%per != 0 {
+			t.Errorf("step %d: %d gathers served by a prefetch, want a positive multiple of %d (a pass's gathers but its first)",
+				k, z.prefetched, per)
+		}
+		z.prefetched = 0
+	}
 	torch.NoGrad(func() {
 		if norm := opt.ClipGradNorm(zeroClip); norm <= zeroClip {
 			t.Errorf("step %d: gradient norm %g: the test wants clipping (above %g)", k, norm, zeroClip)

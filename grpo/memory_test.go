@@ -238,7 +238,7 @@ func measureRank(m *model.Model, opt optimizer, kv *model.KVCache) rankBytes {
 		}
 	case *shardedAdamW:
 		st = o.opt.State()
-		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf, o.wire)
+		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf, o.wire, o.ahead, o.aheadIn)
 	}
 	for k, t := range st {
 		switch {

@@ -27,6 +27,34 @@ func (pg *ProcessGroup) AllGatherInto(in, out *Tensor) {
 		out.handle("AllGatherInto")))
 }
 
+// Work is a collective in flight (AllGatherIntoStart). Wait for it exactly once, on every rank,
+// before its tensors are read or reused; it keeps them alive until then.
+type Work struct {
+	h  C.mt_work
+	op string
+}
+
+// AllGatherIntoStart starts AllGatherInto without waiting for it (a prefetch: the gather of the
+// next weights while the current ones compute). Collectives started later run after it, on every
+// rank alike.
+func (pg *ProcessGroup) AllGatherIntoStart(in, out *Tensor) *Work {
+	w := &Work{op: "AllGatherInto"}
+	check("AllGatherIntoStart", C.mt_dist_allgather_into_start(pg.handle("AllGatherIntoStart"),
+		in.handle("AllGatherIntoStart"), out.handle("AllGatherIntoStart"), &w.h))
+	return w
+}
+
+// Wait waits for the collective (NCCL: makes the current stream wait for it) and frees w, also
+// when it failed.
+func (w *Work) Wait() {
+	if w == nil || w.h == nil {
+		panic(&Error{Op: "Work.Wait", Msg: "no collective in flight (waited twice?)"})
+	}
+	h := w.h
+	w.h = nil
+	check(w.op, C.mt_dist_work_wait(h))
+}
+
 // NewGroup makes a group of some of pg's ranks (increasing), with collectives of its own, as
 // torch.distributed.new_group does: every rank of pg must call it, in the same order, and those
 // not in ranks get nil. In the new group, ranks[i] has rank i. timeout bounds its collectives

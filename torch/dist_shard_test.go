@@ -68,9 +68,28 @@ func shardWorker(t *testing.T, pg *ProcessGroup) {
 	all16 := Zeros([]int64{2}, BFloat16, CPU)
 	pg.AllGatherInto(FromSlice([]float32{float32(r + 0.5)}).ToDType(BFloat16), all16)
 	expectFloats(t, "bf16 gather into", all16.Float32s(), []float64{0.5, 1.5}, 0)
+	shardStarted(t, pg)
 	shardGroups(t, pg)
 	shardBuckets(t, pg)
 	pg.Barrier()
+}
+
+// shardStarted: two all-gathers in flight at once (bfloat16 and float32) with an all-reduce started
+// after them, then awaited: each holds what the blocking gather gives; a second Wait is an error.
+func shardStarted(t *testing.T, pg *ProcessGroup) {
+	r := float64(pg.Rank())
+	a16 := Zeros([]int64{4}, BFloat16, CPU)
+	a32 := Zeros([]int64{2}, Float32, CPU)
+	w1 := pg.AllGatherIntoStart(FromSlice([]float32{float32(r + 0.5), float32(-r)}).ToDType(BFloat16), a16)
+	w2 := pg.AllGatherIntoStart(FromSlice([]float32{float32(3 * r)}), a32)
+	expectFloats(t, "sum while gathers are in flight", pg.AllReduce(FromSlice([]float32{float32(r + 1)}), Sum).Float32s(), []float64{3}, 0)
+	w2.Wait()
+	w1.Wait()
+	expectFloats(t, "started bf16 gather", a16.Float32s(), []float64{0.5, 0, 1.5, -1}, 0)
+	expectFloats(t, "started gather", a32.Float32s(), []float64{0, 3}, 0)
+	if err := Do(func() error { w1.Wait(); return nil }); err == nil || !strings.Contains(err.Error(), "waited twice") {
+		t.Errorf("a second Wait: %v", err)
+	}
 }
 
 // shardGroups: a group of rank 1 alone (rank 0 gets nil), then a group of both, whose sums work.

@@ -81,8 +81,10 @@ func TestPredictPersistent(t *testing.T) {
 		// flight, (356 − 4)·2 = 704; gradients 480 + 704 = 1184.
 		{"zero2 no checkpointing", z2plain, 0, persistent{712, 1184, 480, 960, 60}},
 		// ZeRO-3: as ZeRO-2, and no weights of its own (they are gathered from the masters, cast
-		// to bfloat16 through a second buffer of 3·5·2 = 30): buffers 90.
-		{"zero3 rank 0", z3, 0, persistent{0, 872, 480, 960, 90}},
+		// to bfloat16 through a second buffer of 3·5·2 = 30), and the prefetch's buffers: the
+		// largest shard, a layer's 52, gathered from 3 ranks plus this rank's cast copy, (3 + 1)·52·2
+		// = 416: buffers 60 + 30 + 416 = 506.
+		{"zero3 rank 0", z3, 0, persistent{0, 872, 480, 960, 506}},
 		// An untied head (10·4 = 40 more, P = 396) joins the final norm: units 40, 156, 156, 44;
 		// shards 14, 52, 52, 15: S = 133 (masters 532, rank 0's moments 1064); in flight the
 		// largest unit alone, a layer's 156: 312; gradients 532 + 312 = 844; weights 396·2 = 792.

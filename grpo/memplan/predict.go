@@ -21,7 +21,8 @@ package memplan
 //	            largest unit's; the backward's gradients are reduce-scattered unit by unit, so
 //	            only those of the units in flight exist (gradsInFlight)
 //	stage 3     as 2, and no weights of their own (grpo's ZeRO-3 gathers them from the master
-//	            shards, cast to d bytes through a second round buffer W·c·d when d < 4): while
+//	            shards, cast to d bytes through a second round buffer W·c·d when d < 4, and
+//	            prefetches the next layer into (W+1)·s_max·d, s_max the largest layer's shard): while
 //	            training the units in flight gathered (as their gradients), while generating a
 //	            whole d-byte copy
 //
@@ -64,11 +65,15 @@ func Predict(r Run, rank int) (Plan, error) {
 		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, P*d+s*4, s*4, 2*mine*4, w*chunk*4
 		p.GradsInFlight = P * d
 	default:
-		var shards, mine, chunk int64 = 0, 0, 1
-		for _, u := range m.units() {
+		var shards, mine, chunk, most int64 = 0, 0, 1, 1
+		us := m.units()
+		for k, u := range us {
 			s := (u + w - 1) / w
 			shards, mine = shards+s, mine+min(max(u-int64(rank)*s, 0), s)
 			chunk = max(chunk, min(s, r.BucketBytes/4/w))
+			if k > 0 && k < len(us)-1 { // a layer: the prefetch buffer holds the largest
+				most = max(most, s)
+			}
 		}
 		ckpt := r.Checkpointing || stage == StageZeRO3 // stage 3 runs only with checkpointing
 		p.GradsInFlight = m.unitsInFlight(ckpt) * d
@@ -78,6 +83,7 @@ func Predict(r Run, rank int) (Plan, error) {
 			if d < 4 {
 				p.Comm += w * chunk * d // the gathers' buffer in the weights' dtype
 			}
+			p.Comm += (w + 1) * most * d // the prefetch's buffers: the largest layer gathered, a shard cast
 			p.Gathered = p.GradsInFlight
 			p.GatheredForRollout = P * d
 		}

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -425,8 +426,19 @@ mt_err mt_dist_reduce_scatter(mt_pg h, mt_tensor inh, mt_tensor outh, int op) {
   MT_END
 }
 
-mt_err mt_dist_allgather_into(mt_pg h, mt_tensor inh, mt_tensor outh) {
-  MT_BEGIN
+// mt_work_s is an all-gather in flight: its c10d work and the tensors it reads and writes, kept
+// alive until it is awaited.
+struct mt_work_s {
+  c10::intrusive_ptr<c10d::Work> work;
+  at::Tensor in, out;
+  std::vector<std::vector<at::Tensor>> outs;  // Gloo: views of out, one per rank
+  std::vector<at::Tensor> ins;
+};
+
+namespace {
+
+// allgather_into_start checks in and out and starts the all-gather of in into out.
+std::unique_ptr<mt_work_s> allgather_into_start(mt_pg h, mt_tensor inh, mt_tensor outh) {
   auto p = mt::dist_ref(h);
   at::Tensor& in = mt::T(inh);
   at::Tensor& out = mt::T(outh);
@@ -440,19 +452,45 @@ mt_err mt_dist_allgather_into(mt_pg h, mt_tensor inh, mt_tensor outh) {
                                 ") times input " + c10::str(in.sizes()) + " " + c10::toString(in.scalar_type()));
   }
   at::NoGradGuard no_grad;
+  auto w = std::make_unique<mt_work_s>();
+  w->in = in;
+  w->out = out;
   if (p.backend == "nccl") {
-    p.pg->_allgather_base(out, in, c10d::AllgatherOptions())->wait();
-  } else {
-    // Gloo's all-gather into views of the output buffer (its _allgather_base is not implemented).
-    bool bits = in.scalar_type() == at::kBFloat16;
-    std::vector<std::vector<at::Tensor>> outs(1);
-    for (int r = 0; r < p.size; r++) {
-      at::Tensor o = out.narrow(0, in.numel() * r, in.numel());
-      outs[0].push_back(bits ? o.view(at::kHalf) : o);
-    }
-    std::vector<at::Tensor> ins{bits ? in.view(at::kHalf) : in};
-    p.pg->allgather(outs, ins)->wait();
+    w->work = p.pg->_allgather_base(w->out, w->in, c10d::AllgatherOptions());
+    return w;
   }
+  // Gloo's all-gather into views of the output buffer (its _allgather_base is not implemented).
+  bool bits = in.scalar_type() == at::kBFloat16;
+  w->outs.resize(1);
+  for (int r = 0; r < p.size; r++) {
+    at::Tensor o = out.narrow(0, in.numel() * r, in.numel());
+    w->outs[0].push_back(bits ? o.view(at::kHalf) : o);
+  }
+  w->ins.push_back(bits ? in.view(at::kHalf) : in);
+  w->work = p.pg->allgather(w->outs, w->ins);
+  return w;
+}
+
+}  // namespace
+
+mt_err mt_dist_allgather_into(mt_pg h, mt_tensor inh, mt_tensor outh) {
+  MT_BEGIN
+  allgather_into_start(h, inh, outh)->work->wait();
+  MT_END
+}
+
+mt_err mt_dist_allgather_into_start(mt_pg h, mt_tensor inh, mt_tensor outh, mt_work* out) {
+  MT_BEGIN
+  *out = nullptr;
+  *out = allgather_into_start(h, inh, outh).release();
+  MT_END
+}
+
+mt_err mt_dist_work_wait(mt_work w) {
+  MT_BEGIN
+  std::unique_ptr<mt_work_s> own(w);
+  if (!own) throw std::invalid_argument("work_wait: no work");
+  own->work->wait();
   MT_END
 }
 

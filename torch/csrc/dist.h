@@ -63,6 +63,13 @@ MT_API mt_err mt_dist_barrier(mt_pg pg);
 MT_API mt_err mt_dist_reduce_scatter(mt_pg pg, mt_tensor in, mt_tensor out, int op);
 /* out[r*k : (r+1)*k] = rank r's in: in is [k], out [world*k], both flat (ZeRO's weight gather). */
 MT_API mt_err mt_dist_allgather_into(mt_pg pg, mt_tensor in, mt_tensor out);
+/* The same, started without waiting (a prefetch): *out is the work in flight, which
+ * mt_dist_work_wait must be given exactly once (on every rank, before in and out are reused); it
+ * keeps in and out alive until then. Collectives started after it run after it on every rank. */
+typedef struct mt_work_s* mt_work;
+MT_API mt_err mt_dist_allgather_into_start(mt_pg pg, mt_tensor in, mt_tensor out, mt_work* out_work);
+/* Waits for the work (NCCL: makes the current stream wait) and frees it, also when it failed. */
+MT_API mt_err mt_dist_work_wait(mt_work w);
 /* A group of the given ranks (increasing) of pg, on pg's device, as torch.distributed.new_group:
  * every rank of pg calls it, in the same order; *out is NULL on ranks that are not members. */
 MT_API mt_err mt_dist_new_group(mt_pg pg, const int* ranks, int n, int64_t timeout_ms, mt_pg* out);

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 5
+#define MT_ABI_VERSION 6
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
