@@ -73,7 +73,7 @@ func TestOutcomeEstimatorsRaiseReward(t *testing.T) {
 // advantage's sign flipped the calls fall to 0 by step 11 and the outcome to 0.003 or less by step
 // 15; zeroed, both stay at their start (calls 0.23 at most, outcome 0.045): the test fails either
 // way. Without turn credit (c_turn = 0, below) the calls that ran never pass 0.31 over five steps
-// in a row and end at 0. Both runs: 45–57 s on two shared cores.
+// in a row and end at 0. Both runs: 45–65 s on two shared cores.
 func TestMTGRPOCreditsTheToolTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for 2 × 30 steps")
@@ -107,7 +107,7 @@ func TestMTGRPOCreditsTheToolTurn(t *testing.T) {
 // 0.115 at most) and nothing rises. With the critic at verl's rate, 1e-5, the calls still learn to
 // run (GAE with a nearly constant value is REINFORCE) but the explained variance stays at 0.003 or
 // less, vf_loss flat at 0.22, and the outcome does not rise (0.045 → 0.041): the test fails in each
-// case. 30–70 s on two shared cores (bfloat16 the slower).
+// case. 30–80 s on two shared cores (bfloat16 the slower).
 func TestPPOGAERaisesReward(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a policy and a critic for 30 steps")
