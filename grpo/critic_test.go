@@ -148,3 +148,34 @@ func TestCriticFitsReturns(t *testing.T) {
 		t.Errorf("at lr 1e-5 the explained variance reached %.3f in 30 updates: want < 0.05", ev[len(ev)-1])
 	}
 }
+
+// criticStats reports verl's critic health metrics over the trained tokens of the samples that
+// have values and returns, the others left out.
+//
+//	sample 0: mask 0 1 1 0, values 9 1 2 9, returns 9 1 3 9 → trained values 1 2, returns 1 3
+//	sample 1: mask 1 1,     values 0 3,     returns 2 2     → trained values 0 3, returns 2 2
+//	sample 2: no values (not scored by the critic)          → left out
+//
+// Values 1 2 0 3: mean 1.5, max 3, min 0. Returns 1 3 2 2: mean 2, max 3, min 1, unbiased variance
+// (1 + 1 + 0 + 0)/3 = 2/3. R − V = 0 1 2 −1: mean 0.5, variance (0.25 + 0.25 + 2.25 + 2.25)/3 = 5/3.
+// Explained variance 1 − (5/3)/(2/3 + 1e-5): about −1.5, the errors vary more than the returns.
+func TestCriticStatsHandWorked(t *testing.T) {
+	mk := func(mask []bool, values, returns []float32) *sample {
+		return &sample{Sample: rollout.Sample{IDs: make([]int32, len(mask)), Mask: mask}, values: values, returns: returns}
+	}
+	samples := []*sample{
+		mk([]bool{false, true, true, false}, []float32{9, 1, 2, 9}, []float32{9, 1, 3, 9}),
+		mk([]bool{true, true}, []float32{0, 3}, []float32{2, 2}),
+		mk([]bool{true}, nil, []float32{5}),
+	}
+	m := Metrics{}
+	criticStats(samples, m)
+	expectMetrics(t, "critic stats", m, map[string]float64{
+		"critic/values/mean": 1.5, "critic/values/max": 3, "critic/values/min": 0,
+		"critic/returns/mean": 2, "critic/returns/max": 3, "critic/returns/min": 1,
+		"critic/vf_explained_var": 1 - (5./3)/(2./3+1e-5),
+	}, 1e-9)
+	if len(m) != 7 {
+		t.Errorf("metrics %v: want the 7 above only", m.Names())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -172,3 +173,75 @@ func (r *run) eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics
 	c.MaxOpenEpisodes, c.Dist = ro.MaxOpenEpisodes, r.tr.dist
 	return Evaluate(ctx, r.tr.gen, r.tr.tok, r.tr.envs, tasks, c)
 }
+
+// toolEnv is a two-turn episode whose first turn is a tool call: the call runs (tool message
+// "ok", ToolSuccesses 1) when the turn's text holds an ASCII digit and fails otherwise ("error: no
+// number", ToolErrors 1). The turn reward (toolRubric) is 1 for a call that ran, 0 else; the
+// trajectory reward is upperShare of the second turn alone, so it says nothing about the call.
+type toolEnv struct{ turn int }
+
+func (e *toolEnv) Reset(context.Context, env.Task) (env.Start, error) {
+	e.turn = 0
+	return env.Start{Messages: []env.Message{env.Text(env.RoleUser, "Say something.")}}, nil
+}
+
+func (e *toolEnv) Step(_ context.Context, text string) (env.StepResult, error) {
+	e.turn++
+	res := env.StepResult{Assistant: env.Text(env.RoleAssistant, text), Done: e.turn >= 2}
+	if e.turn == 1 {
+		res.Info.ToolCalls = 1
+		msg := "error: no number"
+		if hasDigit(text) {
+			msg, res.Info.ToolSuccesses = "ok", 1
+		} else {
+			res.Info.ToolErrors = 1
+		}
+		res.Messages = []env.Message{{Role: env.RoleTool, Content: msg}}
+	}
+	return res, nil
+}
+
+func (e *toolEnv) MultiTurn() bool     { return true }
+func (e *toolEnv) Rubric() *env.Rubric { return toolRubric }
+func (e *toolEnv) Close() error        { return nil }
+
+// toolRubric scores toolEnv: reward/upper on the second turn, turn_reward/tool per turn.
+var toolRubric = &env.Rubric{
+	Funcs: []env.RewardFunc{{Name: "upper", Weight: 1, Fn: func(t *env.Trajectory) float64 {
+		if len(t.Turns) < 2 {
+			return 0
+		}
+		return upperShare(t.Turns[1].Assistant)
+	}}},
+	Turn: []env.TurnRewardFunc{{Name: "tool", Weight: 1, Fn: func(t *env.Trajectory, i int) float64 {
+		return float64(t.Turns[i].Result.Info.ToolSuccesses)
+	}}},
+}
+
+func newToolEnv() *env.Environment {
+	return &env.Environment{Name: "tool", MultiTurn: true, New: func() env.Env { return &toolEnv{} }}
+}
+
+// runeShare is the share of the runes of s for which in holds (0 for an empty s).
+func runeShare(s string, in func(rune) bool) float64 {
+	n, k := 0, 0
+	for _, r := range s {
+		n++
+		if in(r) {
+			k++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(k) / float64(n)
+}
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }
+func isUpper(r rune) bool { return r >= 'A' && r <= 'Z' }
+
+func hasDigit(s string) bool { return strings.ContainsFunc(s, isDigit) }
+
+// upperShare is the share of the runes of s that are ASCII capitals (a few percent for the random
+// tiny model: 26 single-byte tokens and a few merges among ~550 tokens).
+func upperShare(s string) float64 { return runeShare(s, isUpper) }
