@@ -87,7 +87,11 @@ func TestMTGRPOCreditsTheToolTurn(t *testing.T) {
 	expectRise(t, "outcome", upper, 0.5, 5)
 
 	// Without the turn advantage (c_turn = 0) every turn is credited with the outcome alone, and
-	// the tool call does not learn to run.
+	// the tool call does not learn to run. (A control of the task, not of the dtype: float32 only,
+	// to keep make test's bfloat16 pass short.)
+	if testDType == "bfloat16" {
+		return
+	}
 	cfg.Advantage.TurnCoef = 0
 	tool = series(learnRun(t, 11, newToolEnv(), cfg, learnSteps), "critic/turn_reward/mean")
 	t.Logf("c_turn = 0: tool calls that ran per step: %.3f", tool)
@@ -111,6 +115,9 @@ func TestMTGRPOCreditsTheToolTurn(t *testing.T) {
 func TestPPOGAERaisesReward(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a policy and a critic for 30 steps")
+	}
+	if testDType == "bfloat16" {
+		t.Skip("float32 only, to keep make test's bfloat16 pass short: PPO with a critic learns in bfloat16 in TestPPOBiLevelGAERaisesReward, which differs from this test only in the estimator's host math")
 	}
 	expectPPOLearns(t, learnConfig(algo.EstGAE))
 }
