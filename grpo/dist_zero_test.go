@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -82,6 +83,9 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 			t.Fatal(err)
 		}
 		defer opt.Close()
+		zeroLoad(t, m, opt, dir, "after1", true)
+		zeroSave(t, m, opt, dir, "reloaded1", 0) // world 2's state at world 1, bit for bit
+		sameFiles(t, filepath.Join(dir, "after1-state.safetensors"), filepath.Join(dir, "reloaded1-state.safetensors"))
 		for k, name := range []string{"after0", "after1"} {
 			zeroLoad(t, m, opt, dir, name, k == 1) // the state to go on from after1
 			d, where := maxDiff(ref[k], weights(m))
@@ -144,6 +148,12 @@ func TestZeROWorker(t *testing.T) {
 			zeroSave(t, m, opt, dir, "after0", pg.Rank())
 		case "2":
 			zeroLoad(t, m, opt, dir, "after0", true)
+			// The checkpoint moves between world sizes bit for bit: world 4's state, loaded at
+			// world 2 and saved again, is the same file.
+			zeroSave(t, m, opt, dir, "reloaded", pg.Rank())
+			if pg.Rank() == 0 {
+				sameFiles(t, filepath.Join(dir, "after0-state.safetensors"), filepath.Join(dir, "reloaded-state.safetensors"))
+			}
 			zeroStep(t, m, opt, pg.Size(), pg.Rank(), 1)
 			zeroSave(t, m, opt, dir, "after1", pg.Rank())
 		case "die":
@@ -293,6 +303,22 @@ func zeroSave(t *testing.T, m *model.Model, opt optimizer, dir, name string, ran
 		if err := torch.SaveSafetensors(filepath.Join(dir, name+"-"+file+".safetensors"), ts, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// sameFiles fails unless files a and b hold the same bytes.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Errorf("%s and %s differ (%d and %d bytes): the state did not move between world sizes bit for bit", a, b, len(x), len(y))
 	}
 }
 
