@@ -247,6 +247,10 @@ func TestZeROStage(t *testing.T) {
 		{[]Override{set("dist.zero_stage", "1"), set("dist.zero1", "true")}, memplan.StageZeRO1},
 		{[]Override{set("dist.zero_stage", "2")}, memplan.StageZeRO2},
 		{[]Override{set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")}, memplan.StageZeRO3},
+		// TRL's Trainer arguments: FSDP's sharding strategy, DeepSpeed's JSON file.
+		{[]Override{set("fsdp", "full_shard auto_wrap"), set("gradient_checkpointing", "true")}, memplan.StageZeRO3},
+		{[]Override{set("fsdp", "[shard_grad_op, auto_wrap]")}, memplan.StageZeRO2},
+		{[]Override{set("deepspeed", "testdata/ds_zero2.json")}, memplan.StageZeRO2},
 	} {
 		cfg, err := resolve(c.over...)
 		if err != nil {
@@ -256,6 +260,11 @@ func TestZeROStage(t *testing.T) {
 		if got := cfg.ZeROStage(); got != c.want {
 			t.Errorf("%v: stage %v, want %v", c.over, got, c.want)
 		}
+	}
+	// DeepSpeed's configuration written inline in YAML, as a mapping.
+	f := writeYAML(t, "deepspeed:\n  zero_optimization:\n    stage: 1\n    offload_optimizer:\n      device: none\n")
+	if cfg, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel}); err != nil || cfg.ZeROStage() != memplan.StageZeRO1 {
+		t.Errorf("deepspeed as a YAML mapping: %v, %v; want stage 1", err, cfg)
 	}
 	for _, c := range []struct {
 		over  []Override
@@ -267,6 +276,10 @@ func TestZeROStage(t *testing.T) {
 		{[]Override{set("dist.zero_stage", "2"), set("dist.rollout_ranks", "1")}, []string{"dist.rollout_ranks", "ZeRO stage 2"}},
 		{[]Override{set("actor_rollout_ref.actor.fsdp_config.param_offload", "true")},
 			[]string{"param_offload", "offloading to the CPU is not supported"}},
+		{[]Override{set("fsdp", "full_shard offload")}, []string{"--set: fsdp", `"offload": no offload to the CPU`}},
+		{[]Override{set("fsdp", "hybrid_shard")}, []string{"--set: fsdp", "no hybrid sharding"}},
+		{[]Override{set("deepspeed", "testdata/ds_offload.json")}, []string{"--set: deepspeed", "testdata/ds_offload.json: zero_optimization offloads"}},
+		{[]Override{set("deepspeed", "testdata/none.json")}, []string{"--set: deepspeed", "testdata/none.json", "no such file"}},
 	} {
 		_, err := resolve(c.over...)
 		expectErr(t, fmt.Sprint(c.over), err, c.parts...)

@@ -15,9 +15,11 @@ import (
 // rowCases are the foreign keys whose test value is not derived from the native field's type:
 // the value as the foreign project writes it, and the native value it must give.
 var rowCases = map[string]struct{ in, want string }{
-	"data.train_files":                                         {"['a.parquet']", "a.parquet"},
-	"data.val_files":                                           {"b.parquet", "b.parquet"},
-	"data_cfgs.train_datasets":                                 {"[a.jsonl]", "a.jsonl"},
+	"fsdp":                     {"shard_grad_op auto_wrap", "2"},
+	"deepspeed":                {"testdata/ds_zero2.json", "2"},
+	"data.train_files":         {"['a.parquet']", "a.parquet"},
+	"data.val_files":           {"b.parquet", "b.parquet"},
+	"data_cfgs.train_datasets": {"[a.jsonl]", "a.jsonl"},
 	"actor_rollout_ref.actor.optim.warmup_style":               {"cosine", "cosine"},
 	"actor_rollout_ref.actor.loss_agg_mode":                    {"seq-mean-token-sum", "seq-mean-token-sum"},
 	"actor_rollout_ref.actor.kl_loss_type":                     {"low_var_kl", "k3"},
