@@ -69,10 +69,12 @@ func (m Metrics) stat(prefix string, xs []float64) {
 }
 
 // rolloutStats records what the trajectories look like: scores and reward functions, lengths,
-// turns, tool calls, turn rewards, valid actions, how episodes ended. The names carry no phase
+// turns, tool calls and whether one ran (tool_success: 1 for an episode with a tool call that
+// ran without an error, else 0; its mean is the share of such episodes), turn rewards, valid
+// actions, how episodes ended. The names carry no phase
 // prefix: a step adds its headlines (train/), Evaluate puts everything under val/.
 func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
-	var score, turnReward, turns, tools, valid, resp, prompt []float64
+	var score, turnReward, turns, tools, ran, valid, resp, prompt []float64
 	clipped, failed := 0, 0
 	fns := map[string][]float64{}
 	ends := map[string]float64{}
@@ -84,7 +86,7 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 		score = append(score, tr.Reward)
 		turnReward = append(turnReward, tr.Score.TurnReward)
 		turns = append(turns, float64(tr.ActionTurns))
-		nTools, nValid := 0, 0
+		nTools, nRan, nValid := 0, 0, 0
 		for _, tu := range tr.Turns {
 			resp = append(resp, float64(len(tu.Output)))
 			prompt = append(prompt, float64(len(tu.Context)))
@@ -92,9 +94,15 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 				clipped++
 			}
 			nTools += tu.Step.Info.ToolCalls
+			nRan += tu.Step.Info.ToolSuccesses
 			nValid += tu.Step.Info.NumValidActions()
 		}
 		tools = append(tools, float64(nTools))
+		ok := 0.0
+		if nRan > 0 {
+			ok = 1
+		}
+		ran = append(ran, ok)
 		valid = append(valid, float64(nValid))
 		for k, v := range tr.Score.Metrics {
 			fns[k] = append(fns[k], v)
@@ -104,6 +112,7 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 	m.stat("critic/turn_reward", turnReward)
 	m.stat("num_turns", turns)
 	m.stat("tool_call_counts", tools)
+	m.stat("tool_success", ran)
 	m.stat("num_valid_actions", valid)
 	m.stat("response_length", resp)
 	m.stat("prompt_length", prompt)

@@ -62,3 +62,25 @@ func TestRolloutStatsValidActionsAndHeadlines(t *testing.T) {
 		}
 	}
 }
+
+// tool_success counts the episodes with a tool call that ran: here the first (its one call ran)
+// and the second (its first call failed, its second ran), not the third (its call failed) nor
+// the fourth (no call): 2 of 4.
+func TestRolloutStatsToolSuccess(t *testing.T) {
+	turn := func(in env.TurnInfo) *rollout.Turn { return &rollout.Turn{Step: env.StepResult{Info: in}} }
+	answer := turn(env.TurnInfo{Final: true})
+	trajs := []*rollout.Trajectory{
+		{Turns: []*rollout.Turn{turn(env.TurnInfo{ToolCalls: 1, ToolSuccesses: 1}), answer}},
+		{Turns: []*rollout.Turn{turn(env.TurnInfo{ToolCalls: 1, ToolErrors: 1}), turn(env.TurnInfo{ToolCalls: 1, ToolSuccesses: 1}), answer}},
+		{Turns: []*rollout.Turn{turn(env.TurnInfo{ToolCalls: 1, ToolErrors: 1}), answer}},
+		{Turns: []*rollout.Turn{answer}},
+	}
+	m := Metrics{}
+	m.rolloutStats(trajs)
+	want := map[string]float64{"tool_success/mean": 0.5, "tool_success/max": 1, "tool_success/min": 0, "tool_call_counts/mean": 1}
+	for k, v := range want {
+		if got, ok := m[k]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+}

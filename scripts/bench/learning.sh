@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Learning curves of the tiny demo model on calc_mult: the tables of docs/bench/learning.md's
-# "RL after imperfect demonstrations" (demos) and "Estimators and contexts" (contexts, estimators).
+# Learning curves of the tiny demo model on calc_mult and wiki_qa: the tables of
+# docs/bench/learning.md's "RL after imperfect demonstrations" (demos), "Estimators and contexts"
+# (contexts, estimators) and "MT-GRPO against trajectory-level GRPO on wiki_qa" (wikiqa).
 #
-#   scripts/bench/learning.sh [demos|contexts|all]      (default all)
+#   scripts/bench/learning.sh [demos|contexts|wikiqa|all]   (default all: demos and contexts)
 #
 #   demos       the demo's recipe (30% of the demonstrations without the calculator, sampled
 #               evaluation) with seeds SEEDS: an SFT_DEMO_STEPS-step warm-up, then STEPS RL steps
@@ -20,6 +21,15 @@
 #               (grpo_multiturn, the contexts comparison's keep-last-1 run) and with MT-GRPO
 #               (mt_grpo, turn-level credit).
 #
+# On wiki_qa (search for the question's country, then answer from the passages found):
+#
+#   wikiqa      for each seed of WIKI_SEEDS, one warm-up of SFT_WIKI_STEPS steps on demonstrations
+#               of which 30% answer at once without searching (env.direct_demos), then from it STEPS
+#               RL steps with trajectory-level multi-turn GRPO (grpo_multiturn) and STEPS with
+#               MT-GRPO (mt_grpo, turn reward: the search call ran and its result holds the
+#               answer), one run at a time. Held-out score, the share of episodes whose search
+#               ran, and tool calls per episode every EVERY RL steps.
+#
 # The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
 # held-out tasks every EVERY RL steps and before the first RL step. Prints one table per
 # comparison: held-out score per RL step, and each run's largest context (or tool calls). Runs
@@ -29,8 +39,9 @@ cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-learning}
 WHAT=${1:-all}
-case "$WHAT" in demos | contexts | all) ;; *) echo "usage: $0 [demos|contexts|all]" >&2; exit 2 ;; esac
+case "$WHAT" in demos | contexts | wikiqa | all) ;; *) echo "usage: $0 [demos|contexts|wikiqa|all]" >&2; exit 2 ;; esac
 SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:-0 1 2}
+SFT_WIKI_STEPS=${SFT_WIKI_STEPS:-300} WIKI_SEEDS=${WIKI_SEEDS:-0}
 STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
@@ -59,29 +70,32 @@ rl() {
 }
 
 # table RUN...: held-out score of each run per RL step, and its largest context in tokens.
-# TOOLS=1 shows each run's held-out tool calls per episode beside its score instead of contexts.
+# TOOLS=1 shows each run's held-out tool calls per episode beside its score instead of contexts;
+# TOOLS=2 also the share of episodes with a tool call that ran (tool_success).
 table() {
   TOOLS=${TOOLS:-0} python3 - "$OUT" "$@" <<'EOF'
 import json, os, sys
 out, runs = sys.argv[1], sys.argv[2:]
-tools = os.environ["TOOLS"] == "1"
-scores, calls, ctx = {}, {}, {}
+tools = int(os.environ["TOOLS"])
+kinds = {0: ("score",), 1: ("score", "tools"), 2: ("score", "ran", "tools")}[tools]
+heads = {"score": None, "ran": "search ran", "tools": "tool calls"}
+keys = {"score": "val/score", "ran": "val/tool_success/mean", "tools": "val/tool_call_counts/mean"}
+vals, ctx = {}, {}
 for r in runs:
-    scores[r], calls[r], ctx[r] = {}, {}, 0
+    vals[r], ctx[r] = {}, 0
     for line in open(f"{out}/{r}/metrics.jsonl"):
         m = json.loads(line)
         if "val/score" in m:
-            scores[r][m["step"]] = m["val/score"]
-            calls[r][m["step"]] = m.get("val/tool_call_counts/mean", float("nan"))
+            vals[r][m["step"]] = {k: m.get(keys[k], float("nan")) for k in kinds}
         ctx[r] = max(ctx[r], m.get("context/max_tokens/max", 0))
-steps = sorted(set().union(*[s.keys() for s in scores.values()]))
-cols = [(r, k) for r in runs for k in (("score", "tools") if tools else ("score",))]
-print("| RL step | " + " | ".join(r if k == "score" else "tool calls" for r, k in cols) + " |")
+steps = sorted(set().union(*[s.keys() for s in vals.values()]))
+cols = [(r, k) for r in runs for k in kinds]
+print("| RL step | " + " | ".join(heads[k] or r for r, k in cols) + " |")
 print("|---:|" + "---:|" * len(cols))
 def cell(r, k, s):
-    if s not in scores[r]:
+    if s not in vals[r]:
         return ""
-    return "%.3f" % scores[r][s] if k == "score" else "%.2f" % calls[r][s]
+    return ("%.2f" if k == "tools" else "%.3f") % vals[r][s][k]
 for s in steps:
     print(f"| {s} | " + " | ".join(cell(r, k, s) for r, k in cols) + " |")
 if not tools:
@@ -140,8 +154,29 @@ contexts() {
   table keep_last_1 mt_grpo
 }
 
+# wikiqa: on wiki_qa, for each seed one warm-up, then grpo_multiturn and mt_grpo from it, one
+# run at a time. 256 training tasks leave about half of the 400 questions (100 countries, 4
+# facts each) held out; 120 new tokens fit the search call (about 80 bytes with the country).
+wiki=(--set env.name=wiki_qa --set data.train_size=256 --set rollout.max_new_tokens=120
+  --set rollout.max_context_tokens=1280)
+wikiqa() {
+  local s runs=()
+  for s in $WIKI_SEEDS; do
+    warm "wiki_s$s" "$SFT_WIKI_STEPS" --seed "$s" "${wiki[@]}"
+    python3 -c 'import json, sys; l = [json.loads(x) for x in open(sys.argv[1])]
+print("seed %s: SFT loss %.3f at step 1, %.3f at the end" % (sys.argv[2], l[0]["sft/loss"], [m for m in l if "sft/loss" in m][-1]["sft/loss"]))' \
+      "$OUT/wiki_s$s/metrics.jsonl" "$s"
+    rl "wiki_grpo_s$s" "$OUT/wiki_s$s-model" --seed "$s" "${wiki[@]}"
+    rl "wiki_mt_grpo_s$s" "$OUT/wiki_s$s-model" --seed "$s" "${wiki[@]}" --set advantage.estimator=mt_grpo
+    runs+=("wiki_grpo_s$s" "wiki_mt_grpo_s$s")
+  done
+  echo "wiki_qa (30% direct demonstrations; sampled held-out score, share of episodes whose search ran):"
+  TOOLS=2 table "${runs[@]}"
+}
+
 case "$WHAT" in
 demos) demos ;;
+wikiqa) wikiqa ;;
 contexts) contexts ;;
 all) demos && echo && contexts ;;
 esac
