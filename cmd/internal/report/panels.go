@@ -60,6 +60,8 @@ var Panels = []Panel{
 		"num_turns/min", "val/num_turns/mean"}},
 	{Title: "Tool calls", Phase: PhaseRL, Unit: "per episode", Y: YFromZero, Keys: []string{"tool_call_counts/mean",
 		"train/num_valid_actions", "val/tool_call_counts/mean", "val/num_valid_actions/mean"}},
+	{Title: "Tool calls that ran", Phase: PhaseRL, Unit: "share of episodes", Y: YRate, Keys: []string{"tool_success/mean",
+		"val/tool_success/mean"}},
 	{Title: "Turn rewards", Phase: PhaseRL, Keys: []string{"train/turn_reward", "val/critic/turn_reward/mean"},
 		Prefixes: []string{"turn_reward/", "val/turn_reward/"}, Suffix: "/mean"},
 	{Title: "Throughput", Phase: PhaseRL, Unit: "tokens/s", Y: YFromZero, Keys: []string{"perf/throughput"}},
