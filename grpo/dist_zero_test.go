@@ -50,14 +50,7 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 	dir := t.TempDir()
 	st := zeroStageEnv + "=" + fmt.Sprint(int(stage))
 	var ref []map[string][]float32 // the single process's weights after each step
-	onTorch(t, func() {
-		m := zeroModel(t)
-		defer m.Close()
-		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer opt.Close()
+	onSingle(t, func(m *model.Model, opt optimizer) {
 		for k := range 3 {
 			zeroStep(t, m, opt, 1, 0, k)
 			ref = append(ref, weights(m))
@@ -75,14 +68,7 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 			return
 		}
 	}
-	onTorch(t, func() {
-		m := zeroModel(t)
-		defer m.Close()
-		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer opt.Close()
+	onSingle(t, func(m *model.Model, opt optimizer) {
 		zeroLoad(t, m, opt, dir, "after1", true)
 		zeroSave(t, m, opt, dir, "reloaded1", 0) // world 2's state at world 1, bit for bit
 		sameFiles(t, filepath.Join(dir, "after1-state.safetensors"), filepath.Join(dir, "reloaded1-state.safetensors"))
@@ -304,6 +290,20 @@ func zeroSave(t *testing.T, m *model.Model, opt optimizer, dir, name string, ran
 			t.Fatal(err)
 		}
 	}
+}
+
+// onSingle runs fn on the torch thread with zeroModel and one process's optimizer over it.
+func onSingle(t *testing.T, fn func(m *model.Model, opt optimizer)) {
+	onTorch(t, func() {
+		m := zeroModel(t)
+		defer m.Close()
+		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer opt.Close()
+		fn(m, opt)
+	})
 }
 
 // sameFiles fails unless files a and b hold the same bytes.
