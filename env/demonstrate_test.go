@@ -236,20 +236,27 @@ func TestDemonstratorFirstMessageValid(t *testing.T) {
 }
 
 // Every environment with a task generator has a demonstrator (Demonstrates), and data has
-// none.
+// none; with an extra tool (an MCP server's) gsm8k and countdown, whose demonstrations call no
+// tool, have none either. Demonstrates says what Open does in each case.
 func TestDemonstratesEveryGenerator(t *testing.T) {
-	for _, name := range Names() {
-		e, err := Open(name, Config{Python: quickPython})
-		if err != nil {
-			t.Logf("%s: %v", name, err)
-			continue
+	for _, extra := range []bool{false, true} {
+		cfg := Config{Python: quickPython}
+		if extra {
+			cfg.ExtraTools = []Tool{echoTool{}}
 		}
-		if got := e.Demonstrate != nil; got != Demonstrates(name) {
-			t.Errorf("%s: demonstrator %v, Demonstrates %v", name, got, Demonstrates(name))
+		for _, name := range Names() {
+			e, err := Open(name, cfg)
+			if err != nil {
+				t.Logf("%s, extra tools %v: %v", name, extra, err)
+				continue
+			}
+			if got := e.Demonstrate != nil; got != Demonstrates(name, extra) {
+				t.Errorf("%s, extra tools %v: demonstrator %v, Demonstrates %v", name, extra, got, Demonstrates(name, extra))
+			}
 		}
 	}
-	if Demonstrates("data") {
-		t.Error("data has a demonstrator")
+	if Demonstrates("data", false) || Demonstrates("gsm8k", true) || !Demonstrates("gsm8k", false) {
+		t.Error("Demonstrates: want data none, gsm8k one without extra tools only")
 	}
 }
 

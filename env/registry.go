@@ -224,12 +224,17 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 }
 
 // Demonstrates reports whether the named environment has a demonstrator
-// (Environment.Demonstrate) for the supervised warm-up: every environment with a task generator
-// does (gsm8k and countdown only without extra tools).
-func Demonstrates(name string) bool {
+// (Environment.Demonstrate) for the supervised warm-up, given extra tools (Config.ExtraTools, an
+// MCP server's) or not: every environment with a task generator does, except those whose
+// demonstrations call no tool (toolFree) when extra tools join them.
+func Demonstrates(name string, extraTools bool) bool {
 	_, ok := generators(Config{})[name]
-	return ok
+	return ok && !(extraTools && toolFree[name])
 }
+
+// toolFree are the environments whose demonstrations call no tool: with extra tools their prompt
+// asks for tool calls that the demonstrations never make, so they have no demonstrator then.
+var toolFree = map[string]bool{"gsm8k": true, "countdown": true}
 
 // shared holds what every episode of one opened environment shares.
 type shared struct {
@@ -298,7 +303,7 @@ const mathFinish = `give the final answer after "####", for example "#### 42".`
 
 func openGSM8K(cfg Config, _ *shared) (*Environment, error) {
 	e, err := chatEnvironment(cfg, "gsm8k", ChatEnv{MaxTurns: 1, RubricFor: fixed(MathRubric)})
-	if err == nil && len(cfg.ExtraTools) == 0 {
+	if err == nil && Demonstrates("gsm8k", len(cfg.ExtraTools) > 0) {
 		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateGSM8K, directAnswer)
 	}
 	return e, err
@@ -357,7 +362,7 @@ func searchTool(cfg Config) (*SearchTool, error) {
 
 func openCountdown(cfg Config, _ *shared) (*Environment, error) {
 	e, err := chatEnvironment(cfg, "countdown", ChatEnv{MaxTurns: 1, RubricFor: fixed(CountdownRubric)})
-	if err == nil && len(cfg.ExtraTools) == 0 {
+	if err == nil && Demonstrates("countdown", len(cfg.ExtraTools) > 0) {
 		withDemos(e, cfg.DirectDemos, taskQuestion, demonstrateCountdown, directCountdown)
 	}
 	return e, err

@@ -48,6 +48,10 @@ func (c *Config) useLayout(family, where string) {
 
 // explicit reports whether key was set by a file, a variable or a flag (not a default or the
 // preset).
+// hasExtraTools reports whether tools from outside the binary (MCP servers) join the
+// environment's.
+func (c *Config) hasExtraTools() bool { return c.MCP != nil && len(c.MCP.Servers) > 0 }
+
 func (c *Config) explicit(key string) bool {
 	_, ok := c.origin[key]
 	return ok
@@ -106,7 +110,7 @@ func (c *Config) validateEffects() error {
 	}
 	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
 		switch {
-		case !env.Demonstrates(e.Name):
+		case !env.Demonstrates(e.Name, c.hasExtraTools()):
 			noEffect("env.direct_demos", fmt.Sprintf("environment %s has no demonstrator; the share applies to the warm-up "+
 				"demonstrations of the environments with a task generator (%s)", e.Name, strings.Join(env.GeneratorNames(), ", ")))
 		case c.SFT.Steps == 0:

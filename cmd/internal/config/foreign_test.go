@@ -291,8 +291,13 @@ func TestNoSilentNoOps(t *testing.T) {
 		{"env:\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
 		{"env:\n  name: frozenlake\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
 		{"env:\n  direct_demos: 0.3\n", "", "c.yaml:3: env.direct_demos has no effect: it shapes the warm-up's demonstrations, and sft.steps is 0 (no warm-up)"},
-		{"env:\n  name: data\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", "env.direct_demos has no effect: environment data has no demonstrator; " +
+		{"env:\n  name: data\n  direct_demos: 0.3\n", "", "env.direct_demos has no effect: environment data has no demonstrator; " +
 			"the share applies to the warm-up demonstrations of the environments with a task generator (calc_mult, countdown, frozenlake, gsm8k, gsm8k_python, guess_number, wiki_qa)"},
+		// A warm-up needs a demonstrator: refused at once rather than when the warm-up starts.
+		{"env:\n  name: data\nsft:\n  steps: 10\n", "c.yaml:5: sft.steps: 10: environment data has no demonstrator for the warm-up; " +
+			"the environments with one: calc_mult, countdown, frozenlake, gsm8k, gsm8k_python, guess_number, wiki_qa", ""},
+		{"env:\n  name: gsm8k\nsft:\n  steps: 10\nmcp:\n  servers:\n    - name: s\n      command: echo\n",
+			"sft.steps: 10: environment gsm8k has no demonstrator for the warm-up with MCP tools (its demonstrations call no tool)", ""},
 	}
 	for _, tc := range cases {
 		f := writeYAML(t, "model: m\n"+tc.yaml)

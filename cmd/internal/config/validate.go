@@ -185,6 +185,14 @@ func (c *Config) validateLoop() error {
 		if err := c.sizes(size{"sft.batch", s.Batch, 1, maxTrajectories}, size{"sft.tasks", s.Tasks, 1, maxCount}); err != nil {
 			return err
 		}
+		if !env.Demonstrates(c.Env.Name, c.hasExtraTools()) {
+			with := ""
+			if c.hasExtraTools() {
+				with = " with MCP tools (its demonstrations call no tool)"
+			}
+			return c.bad("sft.steps", "%d: environment %s has no demonstrator for the warm-up%s; the environments with one: %s",
+				s.Steps, c.Env.Name, with, strings.Join(env.GeneratorNames(), ", "))
+		}
 		if err := c.numbers(number{key: "sft.lr", v: s.LR, lo: 0, hi: grpo.MaxLR, loOpen: true},
 			number{key: "sft.min_lr_ratio", v: s.MinLRRatio, lo: 0, hi: 1},
 			number{key: "sft.perfect_first", v: s.PerfectFirst, lo: 0, hi: 1}); err != nil {
