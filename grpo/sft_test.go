@@ -7,20 +7,12 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/rollout"
-	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
 // calc_mult's demonstrator, played through the driver with a condensed context, solves every
 // task in two turns (a calculator call, then the answer), each output ending with <|im_end|>.
 func TestDemonstrationsCalcMult(t *testing.T) {
-	dir := t.TempDir()
-	if err := tokenizer.WriteTiny(dir); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tok := tinyTokenizer(t)
 	e, err := env.Open("calc_mult", env.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +49,7 @@ func TestDemonstrationsCalcMult(t *testing.T) {
 // Every built-in environment's demonstrator, played through the driver under each condenser that
 // keeps the last step, wins every task, so the warm-up keeps every demonstration.
 func TestDemonstrationsEveryEnvironment(t *testing.T) {
-	dir := t.TempDir()
-	if err := tokenizer.WriteTiny(dir); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tok := tinyTokenizer(t)
 	condensers := []rollout.Condenser{rollout.Full{}, rollout.LastN{N: 1}, rollout.TokenBudget{MaxTokens: 1500}}
 	for _, name := range []string{"gsm8k", "countdown", "wiki_qa", "calc_mult", "frozenlake", "guess_number"} {
 		e, err := env.Open(name, env.Config{DirectDemos: 0.3, Factors: 3, Digits: 2})

@@ -10,9 +10,8 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// tinyDir writes a randomly initialised tiny Qwen3 model with the byte-level tokenizer to a
-// temporary directory (the same model `mtgrpo init --preset tiny` writes).
-func tinyDir(t testing.TB, seed uint64, mutate func(*model.Config)) string {
+// tinyTokenizer writes the project's byte-level tokenizer to a temporary directory and loads it.
+func tinyTokenizer(t testing.TB) (string, *tokenizer.Tokenizer) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := tokenizer.WriteTiny(dir); err != nil {
@@ -22,6 +21,14 @@ func tinyDir(t testing.TB, seed uint64, mutate func(*model.Config)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, tk
+}
+
+// tinyDir writes a randomly initialised tiny Qwen3 model with the byte-level tokenizer to a
+// temporary directory (the same model `mtgrpo init --preset tiny` writes).
+func tinyDir(t testing.TB, seed uint64, mutate func(*model.Config)) string {
+	t.Helper()
+	dir, tk := tinyTokenizer(t)
 	v := &model.Vocab{Size: tk.VocabSize(), EOS: tk.EOSIDs(), BOS: tk.EOSIDs()[0]}
 	cfg, gen, err := model.PresetConfig("qwen3", "tiny", v)
 	if err != nil {
