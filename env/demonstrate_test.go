@@ -60,6 +60,7 @@ var demoCases = []struct {
 	{"countdown", Config{}, []contextView{fullView}},
 	{"gsm8k_python", Config{Python: quickPython}, []contextView{fullView}}, // two turns: every view is the full one
 	{"wiki_qa", Config{}, condensed},
+	{"wiki_qa", Config{Countries: 1000}, condensed},
 	{"calc_mult", Config{Factors: 3, Digits: 2}, condensed},
 	{"frozenlake", Config{}, condensed},
 	{"guess_number", Config{}, condensed},

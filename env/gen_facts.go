@@ -17,6 +17,9 @@ import (
 const (
 	DefaultCorpusSeed = 7
 	DefaultCorpusSize = 100 // countries; 3 passages each
+	// MaxCorpusSize is the most countries a corpus can have (Config.Countries): names are drawn
+	// from 20 syllables, 8000 names of three, and each country takes three.
+	MaxCorpusSize = 2000
 )
 
 var (
@@ -52,18 +55,24 @@ func GenerateCorpus(seed int64, size int) []Document {
 	return docs
 }
 
-// corpusAndFacts builds the corpus and the facts the questions are drawn from.
+// corpusAndFacts builds the corpus and the facts the questions are drawn from. Capitals and
+// mountains have names of two syllables up to the default size (the default corpus) and of three
+// past it, where two-syllable names (400) would run out.
 func corpusAndFacts(seed int64, size int) ([]Document, []fact) {
 	r := newRand(seed, "corpus")
 	used := map[string]bool{}
 	var docs []Document
 	var facts []fact
+	placeParts := 2
+	if size > DefaultCorpusSize {
+		placeParts = 3
+	}
 	for i := 0; i < size; i++ {
 		c := inventName(r, 3, used)
-		capital := inventName(r, 2, used)
+		capital := inventName(r, placeParts, used)
 		year := 1100 + r.IntN(850)
 		animal := animals[r.IntN(len(animals))]
-		mountain := "Mount " + inventName(r, 2, used)
+		mountain := "Mount " + inventName(r, placeParts, used)
 		height := 1200 + r.IntN(6000)
 		docs = append(docs,
 			Document{ID: fmt.Sprintf("%s-1", c), Title: c, Text: fmt.Sprintf("%s is a country whose capital city is %s. %s is also its largest city.", c, capital, capital)},
@@ -84,8 +93,11 @@ func corpusAndFacts(seed int64, size int) ([]Document, []fact) {
 var WikiQAInstruction = toolSystemPrompt("search", "give the answer as <answer>...</answer>, for example <answer>Paris</answer>.")
 
 // GenerateWikiQA makes n questions over the default corpus.
-func GenerateWikiQA(n int, seed int64) []data.Row {
-	_, facts := corpusAndFacts(DefaultCorpusSeed, DefaultCorpusSize)
+func GenerateWikiQA(n int, seed int64) []data.Row { return generateWikiQA(n, seed, DefaultCorpusSize) }
+
+// generateWikiQA makes n questions over the corpus of the given number of countries.
+func generateWikiQA(n int, seed int64, countries int) []data.Row {
+	_, facts := corpusAndFacts(DefaultCorpusSeed, countries)
 	r := newRand(seed, "wiki_qa")
 	rows := make([]data.Row, n)
 	for i := range rows {

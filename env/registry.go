@@ -33,6 +33,10 @@ type Config struct {
 	// CorpusPath is a JSONL corpus ({id, title, text}) for the search tool; default: the generated
 	// facts corpus of wiki_qa.
 	CorpusPath string `yaml:"corpus"`
+	// Countries is the number of invented countries in the generated facts corpus, 1 to
+	// MaxCorpusSize (0: DefaultCorpusSize, 100): wiki_qa's questions are drawn from them (4 each)
+	// and the search tool indexes their passages (3 each) unless CorpusPath gives its own.
+	Countries int `yaml:"countries"`
 	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
 	// so a small model can learn the rules first).
 	Slippery bool `yaml:"slippery"`
@@ -101,6 +105,8 @@ func (c Config) Validate() error {
 		return badKey("digits", "%d: want 1 to 6 (0: %d)", c.Digits, DefaultMult.Digits)
 	case m.Factors < 2 || m.Factors > 4:
 		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
+	case c.Countries < 0 || c.Countries > MaxCorpusSize:
+		return badKey("countries", "%d: want 1 to %d (0: %d)", c.Countries, MaxCorpusSize, DefaultCorpusSize)
 	case c.MaxTurns < 0:
 		return badKey("max_turns", "%d: must be at least 0", c.MaxTurns)
 	case c.MaxToolCalls < 0:
@@ -113,6 +119,9 @@ func (c Config) Validate() error {
 func (c Config) mult() MultTask {
 	return MultTask{Digits: cmp.Or(c.Digits, DefaultMult.Digits), Factors: cmp.Or(c.Factors, DefaultMult.Factors)}
 }
+
+// countries is the size of the generated facts corpus: Countries or DefaultCorpusSize.
+func (c Config) countries() int { return cmp.Or(c.Countries, DefaultCorpusSize) }
 
 // toolLimits are the per-message limits Config sets.
 func (c Config) toolLimits() ToolLimits {
@@ -216,7 +225,7 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 		"gsm8k":        GenerateGSM8K,
 		"gsm8k_python": GenerateGSM8K,
 		"calc_mult":    cfg.mult().Generate,
-		"wiki_qa":      GenerateWikiQA,
+		"wiki_qa":      func(n int, s int64) []data.Row { return generateWikiQA(n, s, cfg.countries()) },
 		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.Slippery) },
 		"guess_number": GenerateGuess,
 		"countdown":    GenerateCountdown,
@@ -350,12 +359,12 @@ func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
 }
 
 func searchTool(cfg Config) (*SearchTool, error) {
-	docs := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
-	if cfg.CorpusPath != "" {
-		var err error
-		if docs, err = ReadCorpus(cfg.CorpusPath); err != nil {
-			return nil, err
-		}
+	if cfg.CorpusPath == "" {
+		return &SearchTool{Index: NewIndex(GenerateCorpus(DefaultCorpusSeed, cfg.countries())), K: 3}, nil
+	}
+	docs, err := ReadCorpus(cfg.CorpusPath)
+	if err != nil {
+		return nil, err
 	}
 	return &SearchTool{Index: NewIndex(docs), K: 3}, nil
 }

@@ -250,3 +250,58 @@ func TestCorpusFile(t *testing.T) {
 		t.Fatal("missing corpus accepted")
 	}
 }
+
+// Config.Countries sizes the generated corpus: the default corpus stays as it was (its first
+// country's passage is pinned), a larger one has distinct names throughout, wiki_qa's questions
+// come from its countries, and its search finds each of them.
+func TestCorpusCountries(t *testing.T) {
+	def := GenerateCorpus(DefaultCorpusSeed, DefaultCorpusSize)
+	if got := def[0].Text; got != defaultFirstPassage {
+		t.Fatalf("default corpus changed: %q", got)
+	}
+	docs := GenerateCorpus(DefaultCorpusSeed, 1000)
+	if len(docs) != 3000 {
+		t.Fatalf("%d docs for 1000 countries", len(docs))
+	}
+	titles := map[string]bool{}
+	for _, d := range docs {
+		if titles[d.Title] {
+			t.Fatalf("title %q twice", d.Title)
+		}
+		titles[d.Title] = true
+	}
+	e := open(t, "wiki_qa", Config{Countries: 1000})
+	rows, err := e.Generate(400, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	countries := map[string]bool{}
+	st := e.New().(*ChatEnv).Tools
+	for i, r := range rows {
+		var country string
+		for _, w := range strings.Fields(strings.TrimSuffix(r.Prompt[0].Content, "?")) {
+			if titles[w] {
+				country = w
+			}
+		}
+		if country == "" {
+			t.Fatalf("row %d (%q) names no country of the corpus", i, r.Prompt[0].Content)
+		}
+		countries[country] = true
+		if i < 20 {
+			msgs, _, _ := st.Run(context.Background(), 0, ParseToolCalls(`<tool_call>{"name": "search", "arguments": {"query": "`+country+`"}}</tool_call>`))
+			if !strings.Contains(msgs[0].Content, r.RewardModel.GroundTruth) {
+				t.Fatalf("search for %s: %q lacks %q", country, msgs[0].Content, r.RewardModel.GroundTruth)
+			}
+		}
+	}
+	if len(countries) < 300 { // 400 draws over 1000 countries: about 330 distinct
+		t.Fatalf("400 questions over %d countries", len(countries))
+	}
+	if err := (Config{Countries: MaxCorpusSize + 1}).Validate(); err == nil || !strings.Contains(err.Error(), "countries") {
+		t.Fatalf("countries past the maximum: %v", err)
+	}
+}
+
+// defaultFirstPassage is the default corpus's first passage, as every earlier version wrote it.
+const defaultFirstPassage = "Vellinzor is a country whose capital city is Omvel. Omvel is also its largest city."

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -106,6 +107,15 @@ func (c *Config) validateEffects() error {
 		}
 		if len(e.Tools) > 0 && c.explicit("env.tools") {
 			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
+		}
+	}
+	if e.Countries != 0 && c.explicit("env.countries") {
+		switch {
+		case e.Name != "wiki_qa" && !(e.Name == "data" && slices.Contains(e.Tools, "search")):
+			noEffect("env.countries", fmt.Sprintf("environment %s has no generated facts corpus; it applies to env.name wiki_qa "+
+				"(and data with the search tool)", e.Name))
+		case e.Name == "data" && e.CorpusPath != "":
+			noEffect("env.countries", "the search tool indexes env.corpus, not the generated corpus")
 		}
 	}
 	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
