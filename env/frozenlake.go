@@ -250,9 +250,10 @@ func (f *FrozenLake) Rubric() *Rubric { return GameRubric() }
 // Close implements Env.
 func (f *FrozenLake) Close() error { return nil }
 
-// GameRubric: reward = success; turn reward = valid actions (MT-GRPO's "number of valid actions").
+// GameRubric: reward = success; turn reward = −0.1 per move not understood (RAGEN's invalid-action
+// penalty; InvalidActionsTurn says why moves that were understood earn nothing).
 func GameRubric() *Rubric {
-	return &Rubric{Funcs: []RewardFunc{SuccessReward(1)}, Turn: []TurnRewardFunc{ValidActionsTurn(1)}}
+	return &Rubric{Funcs: []RewardFunc{SuccessReward(1)}, Turn: []TurnRewardFunc{InvalidActionsTurn(0.1)}}
 }
 
 // GenerateLake draws a RAGEN-style map: holes with probability 1−p, start and goal at distinct

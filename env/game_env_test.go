@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -35,8 +36,8 @@ func TestFrozenLakeSolved(t *testing.T) {
 		t.Fatalf("last turn %+v", last.Info)
 	}
 	contains(t, last.Messages[0].Content, "O__√\nYou reached the goal!")
-	// reward = success 1; turn rewards = valid actions 3 and 3.
-	if s.Reward != 1 || s.TurnRewards[0] != 3 || s.TurnRewards[1] != 3 {
+	// reward = success 1; turn rewards 0 and 0: every move was understood.
+	if s.Reward != 1 || s.TurnRewards[0] != 0 || s.TurnRewards[1] != 0 {
 		t.Fatalf("score %+v", s)
 	}
 }
@@ -64,10 +65,16 @@ func TestFrozenLakeFailures(t *testing.T) {
 		t.Fatalf("no answer tag: %+v", res.Info)
 	}
 	contains(t, res.Messages[0].Content, "invalid action")
-	// Looping into the wall: 5 turns, then out of moves.
+	// Each move not understood costs 0.1 in its turn's reward; a move understood earns nothing.
+	moves := []string{"<answer>Jump || Left</answer>", "I go down", "<answer>Right || Right || Down</answer>", "<answer>Down, Down, Right</answer>"}
+	traj, s = episode(t, e.New(), task, func(turn int, _ []Message) string { return moves[turn] })
+	if want := []float64{-0.1, -0.1, 0, 0}; s.Reward != 1 || !slices.Equal(s.TurnRewards, want) {
+		t.Fatalf("invalid moves, then the goal: reward %v, turn rewards %v, want 1 and %v", s.Reward, s.TurnRewards, want)
+	}
+	// Looping into the wall: 5 turns, then out of moves; lasting earns no turn reward.
 	traj, s = episode(t, e.New(), task, say("<answer>Up</answer>"))
-	if len(traj.Turns) != 5 || !traj.Final().Truncated || s.Reward != 0 {
-		t.Fatalf("loop: %d turns %+v", len(traj.Turns), traj.Final())
+	if len(traj.Turns) != 5 || !traj.Final().Truncated || s.Reward != 0 || slices.Max(s.TurnRewards) != 0 || slices.Min(s.TurnRewards) != 0 {
+		t.Fatalf("loop: %d turns %+v, turn rewards %v", len(traj.Turns), traj.Final(), s.TurnRewards)
 	}
 	// Bad ground truth is an error at Reset, naming the task.
 	if _, err := e.New().Reset(context.Background(), Task{ID: "7", GroundTruth: `{"map": ["SX"]}`}); err == nil {
@@ -157,15 +164,16 @@ func TestGuessNumber(t *testing.T) {
 			t.Fatalf("secret %d: %d turns, reward %v", secret, len(traj.Turns), s.Reward)
 		}
 	}
-	// Looping on one wrong guess: 7 turns, no success; each turn one valid action.
+	// Looping on one wrong guess: 7 turns, no success; each turn one valid action, which earns
+	// no turn reward.
 	traj, s = episode(t, e.New(), task(37), say("<answer>50</answer>"))
-	if len(traj.Turns) != 7 || s.Reward != 0 || s.TurnRewards[6] != 1 || !traj.Final().Truncated {
+	if len(traj.Turns) != 7 || s.Reward != 0 || s.TurnRewards[6] != 0 || !traj.Final().Truncated {
 		t.Fatalf("loop: %d turns %+v", len(traj.Turns), s)
 	}
-	// Malformed guesses are invalid actions.
-	traj, _ = episode(t, e.New(), task(37), say("fifty"))
-	if traj.Turns[0].Result.Info.InvalidActions != 1 || traj.Turns[0].Result.Info.ValidActions != 0 {
-		t.Fatalf("malformed: %+v", traj.Turns[0].Result.Info)
+	// Malformed guesses are invalid actions, each costing 0.1.
+	traj, s = episode(t, e.New(), task(37), say("fifty"))
+	if traj.Turns[0].Result.Info.InvalidActions != 1 || traj.Turns[0].Result.Info.ValidActions != 0 || s.TurnRewards[0] != -0.1 {
+		t.Fatalf("malformed: %+v, turn reward %v", traj.Turns[0].Result.Info, s.TurnRewards[0])
 	}
 }
 

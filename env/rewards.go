@@ -92,10 +92,13 @@ func AnswerInResultTurn(weight float64) TurnRewardFunc {
 	}}
 }
 
-// ValidActionsTurn: the number of valid game actions in the turn.
-func ValidActionsTurn(weight float64) TurnRewardFunc {
-	return TurnRewardFunc{Name: "valid_actions", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
-		return float64(t.Turns[i].Result.Info.ValidActions)
+// InvalidActionsTurn (RAGEN's penalty for an invalid action): minus the number of game moves
+// in the turn that were not understood. It is never positive: a per-move reward for moves that
+// were understood would pay a game for lasting (10 safe moves on FrozenLake would earn more than
+// reaching the goal in 3), which PPO's returns, unlike the outcome score, add up.
+func InvalidActionsTurn(weight float64) TurnRewardFunc {
+	return TurnRewardFunc{Name: "invalid_actions", Weight: weight, Fn: func(t *Trajectory, i int) float64 {
+		return -float64(t.Turns[i].Result.Info.InvalidActions)
 	}}
 }
 
