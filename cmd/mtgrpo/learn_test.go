@@ -8,7 +8,8 @@ import (
 )
 
 // The demo's recipe learns, end to end, as `make demo` runs it on 2 cores (configs/demo.yaml, one
-// thread: a random tiny model, calc_mult with two 2-digit numbers, 800 SFT steps, 30 GRPO steps).
+// thread: a random tiny model, calc_mult with two 2-digit numbers, 800 SFT steps), stopped after
+// 30 of its 50 GRPO steps, where every rise checked here is already clear.
 // Its demonstrations skip the calculator on 30% of the tasks, which the model cannot imitate, so
 // each stage has its own job, and the test checks both on the held-out tasks (4 samples per task
 // at temperature 1, the policy as it samples; the same tasks at every evaluation):
@@ -26,7 +27,7 @@ func TestDemoRecipeLearns(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	args := []string{"train", "--config", "../../configs/demo.yaml", "--run-dir", dir, "--threads", "1",
 		"--set", "train.checkpoint_every=0", "--set", "train.report=false",
-		"--set", "train.export=false", "--set", "train.samples=0"}
+		"--set", "train.export=false", "--set", "train.samples=0", "--set", "train.steps=30"}
 	if err := run(args); err != nil {
 		t.Fatal(err)
 	}
