@@ -92,11 +92,8 @@ func corpusAndFacts(seed int64, size int) ([]Document, []fact) {
 // WikiQAInstruction is the system prompt of wiki_qa.
 var WikiQAInstruction = toolSystemPrompt("search", "give the answer as <answer>...</answer>, for example <answer>Paris</answer>.")
 
-// GenerateWikiQA makes n questions over the default corpus.
-func GenerateWikiQA(n int, seed int64) []data.Row { return generateWikiQA(n, seed, DefaultCorpusSize) }
-
-// generateWikiQA makes n questions over the corpus of the given number of countries.
-func generateWikiQA(n int, seed int64, countries int) []data.Row {
+// GenerateWikiQA makes n questions over the generated corpus of the given number of countries.
+func GenerateWikiQA(n int, seed int64, countries int) []data.Row {
 	_, facts := corpusAndFacts(DefaultCorpusSeed, countries)
 	r := newRand(seed, "wiki_qa")
 	rows := make([]data.Row, n)

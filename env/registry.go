@@ -225,7 +225,7 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 		"gsm8k":        GenerateGSM8K,
 		"gsm8k_python": GenerateGSM8K,
 		"calc_mult":    cfg.mult().Generate,
-		"wiki_qa":      func(n int, s int64) []data.Row { return generateWikiQA(n, s, cfg.countries()) },
+		"wiki_qa":      func(n int, s int64) []data.Row { return GenerateWikiQA(n, s, cfg.countries()) },
 		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.Slippery) },
 		"guess_number": GenerateGuess,
 		"countdown":    GenerateCountdown,
@@ -359,12 +359,14 @@ func openWikiQA(cfg Config, _ *shared) (*Environment, error) {
 }
 
 func searchTool(cfg Config) (*SearchTool, error) {
+	var docs []Document
 	if cfg.CorpusPath == "" {
-		return &SearchTool{Index: NewIndex(GenerateCorpus(DefaultCorpusSeed, cfg.countries())), K: 3}, nil
-	}
-	docs, err := ReadCorpus(cfg.CorpusPath)
-	if err != nil {
-		return nil, err
+		docs = GenerateCorpus(DefaultCorpusSeed, cfg.countries())
+	} else {
+		var err error
+		if docs, err = ReadCorpus(cfg.CorpusPath); err != nil {
+			return nil, err
+		}
 	}
 	return &SearchTool{Index: NewIndex(docs), K: 3}, nil
 }
