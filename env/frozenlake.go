@@ -306,12 +306,21 @@ func reachable(g [][]byte, sr, sc int) bool {
 	return false
 }
 
-// GenerateFrozenLake makes n lakes (size 4, p 0.8; slippery as given).
-func GenerateFrozenLake(n int, seed int64, slippery bool) []data.Row {
+// Lake sizes (Config.LakeSize): DefaultLakeSize is RAGEN's 4×4. MaxLakeSize is the largest whose
+// opposite corners lie within an episode's 10 moves (lakeSteps) of each other on open ice; on a
+// larger lake many goals would be out of reach before any hole is in the way.
+const (
+	DefaultLakeSize = 4
+	MinLakeSize     = 2
+	MaxLakeSize     = 6
+)
+
+// GenerateFrozenLake makes n size×size lakes (p 0.8; slippery as given).
+func GenerateFrozenLake(n int, seed int64, size int, slippery bool) []data.Row {
 	r := newRand(seed, "frozenlake")
 	rows := make([]data.Row, n)
 	for i := range rows {
-		m := GenerateLake(r, 4, 0.8)
+		m := GenerateLake(r, size, 0.8)
 		truth, _ := json.Marshal(LakeTruth{Map: m, Slippery: slippery})
 		pr, pc := 0, 0
 		for ri, line := range m {

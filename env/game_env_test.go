@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
 func lakeTask(m []string, slippery bool, seed int64) Task {
@@ -106,28 +109,36 @@ func TestFrozenLakeSlippery(t *testing.T) {
 }
 
 func TestGeneratedLakesAreSolvable(t *testing.T) {
-	rows := GenerateFrozenLake(200, 3, false)
-	for i, r := range rows {
-		var truth LakeTruth
-		if err := json.Unmarshal([]byte(r.RewardModel.GroundTruth), &truth); err != nil {
-			t.Fatal(err)
+	for size := MinLakeSize; size <= MaxLakeSize; size++ {
+		for i, r := range GenerateFrozenLake(200, 3, size, false) {
+			expectSolvableLake(t, fmt.Sprintf("size %d, row %d", size, i), r, size)
 		}
-		if err := checkLake(truth.Map); err != nil {
-			t.Fatalf("row %d: %v", i, err)
-		}
-		g := make([][]byte, len(truth.Map))
-		sr, sc := 0, 0
-		for j, line := range truth.Map {
-			g[j] = []byte(line)
-			for k := range line {
-				if line[k] == 'S' {
-					sr, sc = j, k
-				}
-			}
-		}
-		if !reachable(g, sr, sc) {
-			t.Fatalf("row %d unsolvable: %v", i, truth.Map)
-		}
+	}
+}
+
+func expectSolvableLake(t *testing.T, what string, r data.Row, size int) {
+	t.Helper()
+	var truth LakeTruth
+	if err := json.Unmarshal([]byte(r.RewardModel.GroundTruth), &truth); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkLake(truth.Map); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(truth.Map) != size || len(truth.Map[0]) != size {
+		t.Fatalf("%s: %d×%d lake, want %d×%d: %v", what, len(truth.Map), len(truth.Map[0]), size, size, truth.Map)
+	}
+	v, ok := readLake(r.Prompt[0].Content)
+	if !ok || v.cells[v.row][v.col] != 'F' || truth.Map[v.row][v.col] != 'S' ||
+		strings.Join(v.cells, "") != strings.ReplaceAll(strings.Join(truth.Map, ""), "S", "F") {
+		t.Fatalf("%s: the prompt does not draw the lake %v: %q", what, truth.Map, r.Prompt[0].Content)
+	}
+	g := make([][]byte, size)
+	for j, line := range truth.Map {
+		g[j] = []byte(line)
+	}
+	if !reachable(g, v.row, v.col) {
+		t.Fatalf("%s: unsolvable: %v", what, truth.Map)
 	}
 }
 

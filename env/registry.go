@@ -40,6 +40,9 @@ type Config struct {
 	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
 	// so a small model can learn the rules first).
 	Slippery bool `yaml:"slippery"`
+	// LakeSize is the side of generated frozen lakes, MinLakeSize to MaxLakeSize (0:
+	// DefaultLakeSize, 4); RAGEN's size.
+	LakeSize int `yaml:"lake_size"`
 	// Digits and Factors shape generated calc_mult tasks: operand length 1 to 6 and 2 to 4
 	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
 	Digits  int `yaml:"digits"`
@@ -107,6 +110,9 @@ func (c Config) Validate() error {
 		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
 	case c.Countries < 0 || c.Countries > MaxCorpusSize:
 		return badKey("countries", "%d: want 1 to %d (0: %d)", c.Countries, MaxCorpusSize, DefaultCorpusSize)
+	case c.LakeSize != 0 && (c.LakeSize < MinLakeSize || c.LakeSize > MaxLakeSize):
+		return badKey("lake_size", "%d: want %d to %d (0: %d; across a %d×%d lake is the %d moves an episode may make)",
+			c.LakeSize, MinLakeSize, MaxLakeSize, DefaultLakeSize, MaxLakeSize, MaxLakeSize, lakeSteps)
 	case c.MaxTurns < 0:
 		return badKey("max_turns", "%d: must be at least 0", c.MaxTurns)
 	case c.MaxToolCalls < 0:
@@ -122,6 +128,9 @@ func (c Config) mult() MultTask {
 
 // countries is the size of the generated facts corpus: Countries or DefaultCorpusSize.
 func (c Config) countries() int { return cmp.Or(c.Countries, DefaultCorpusSize) }
+
+// lakeSize is the side of generated frozen lakes: LakeSize or DefaultLakeSize.
+func (c Config) lakeSize() int { return cmp.Or(c.LakeSize, DefaultLakeSize) }
 
 // toolLimits are the per-message limits Config sets.
 func (c Config) toolLimits() ToolLimits {
@@ -226,7 +235,7 @@ func generators(cfg Config) map[string]func(int, int64) []data.Row {
 		"gsm8k_python": GenerateGSM8K,
 		"calc_mult":    cfg.mult().Generate,
 		"wiki_qa":      func(n int, s int64) []data.Row { return GenerateWikiQA(n, s, cfg.countries()) },
-		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.Slippery) },
+		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.lakeSize(), cfg.Slippery) },
 		"guess_number": GenerateGuess,
 		"countdown":    GenerateCountdown,
 	}

@@ -2,6 +2,7 @@ package env
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,6 +21,8 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{Config{DirectDemos: 1.5}, "direct_demos", "1.5: must be in [0, 1]"},
 		{Config{Digits: 7}, "digits", "7: want 1 to 6 (0: 3)"},
 		{Config{Factors: 1}, "factors", "1: want 2 to 4 (0: 2)"},
+		{Config{LakeSize: 1}, "lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{LakeSize: 7}, "lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
 		{Config{MaxTurns: -2}, "max_turns", "-2: must be at least 0"},
 		{Config{MaxToolCalls: -1}, "max_tool_calls", "-1: must be at least 0"},
 	} {
@@ -33,10 +36,28 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		}
 	}
 	// Zero values are the defaults: valid.
-	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1}).Validate(); err != nil {
+	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1, LakeSize: 6}).Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("zero Config: %v", err)
+	}
+}
+
+// env.lake_size reaches the frozenlake generator the run uses, and only it: 3×3 lakes for 3, the
+// default 4×4 for 0.
+func TestLakeSizeShapesGeneratedLakes(t *testing.T) {
+	for _, tc := range []struct{ size, want int }{{0, DefaultLakeSize}, {3, 3}, {MaxLakeSize, MaxLakeSize}} {
+		e, err := Open("frozenlake", Config{LakeSize: tc.size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.Generate(20, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			expectSolvableLake(t, fmt.Sprintf("lake_size %d, row %d", tc.size, i), r, tc.want)
+		}
 	}
 }

@@ -118,6 +118,14 @@ func (c *Config) validateEffects() error {
 			noEffect("env.countries", "the search tool indexes env.corpus, not the generated corpus")
 		}
 	}
+	if e.Name != "frozenlake" {
+		if e.LakeSize != 0 && c.explicit("env.lake_size") {
+			noEffect("env.lake_size", fmt.Sprintf("environment %s draws no lakes; it applies to env.name frozenlake", e.Name))
+		}
+		if e.Slippery && c.explicit("env.slippery") {
+			noEffect("env.slippery", fmt.Sprintf("environment %s has no ice; it applies to env.name frozenlake", e.Name))
+		}
+	}
 	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
 		switch {
 		case !env.Demonstrates(e.Name, c.hasExtraTools()):

@@ -294,6 +294,10 @@ func TestNoSilentNoOps(t *testing.T) {
 		{"env:\n  countries: 1000\n", "", "c.yaml:3: env.countries has no effect: environment calc_mult has no generated facts corpus"},
 		{"env:\n  name: data\n  tools: [search]\n  corpus: c.jsonl\n  countries: 1000\n", "", "env.countries has no effect: the search tool indexes env.corpus"},
 		{"env:\n  name: wiki_qa\n  countries: 2001\n", "env.countries: 2001: want 1 to 2000 (0: 100)", ""},
+		{"env:\n  name: frozenlake\n  lake_size: 3\n  slippery: true\n", "", ""},
+		{"env:\n  lake_size: 3\n", "", "c.yaml:3: env.lake_size has no effect: environment calc_mult draws no lakes"},
+		{"env:\n  name: guess_number\n  slippery: true\n", "", "c.yaml:4: env.slippery has no effect: environment guess_number has no ice"},
+		{"env:\n  name: frozenlake\n  lake_size: 9\n", "env.lake_size: 9: want 2 to 6", ""},
 		{"env:\n  name: frozenlake\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
 		{"env:\n  direct_demos: 0.3\n", "", "c.yaml:3: env.direct_demos has no effect: it shapes the warm-up's demonstrations, and sft.steps is 0 (no warm-up)"},
 		{"env:\n  name: data\n  direct_demos: 0.3\n", "", "env.direct_demos has no effect: environment data has no demonstrator; " +
