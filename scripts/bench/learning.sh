@@ -33,13 +33,15 @@
 #               answer), one run at a time. Held-out score, the share of episodes whose search
 #               ran, and tool calls per episode every EVERY RL steps.
 #
-# On FrozenLake (4x4, firm ice, up to 5 turns of up to 3 moves; reward 1 at the goal):
+# On FrozenLake (LAKE_SIZE x LAKE_SIZE, default 3x3; firm ice, up to 5 turns of up to 3 moves;
+# reward 1 at the goal):
 #
 #   lake        for each seed of LAKE_SEEDS, one warm-up of SFT_LAKE_STEPS steps on shortest-path
 #               demonstrations of which 30% start with a wrong move, then from it STEPS RL steps
 #               each of multi-turn GRPO (grpo_multiturn), PPO with token-level GAE and PPO with
 #               bi-level GAE (advantage.bi_level, turn gamma 0.95). Held-out score and turns per
-#               episode every EVERY RL steps.
+#               episode every EVERY RL steps, on the 256 generated validation lakes less those
+#               that are training lakes (3x3 lakes repeat: about 100 are left).
 #
 # On GSM8K-style word problems (one turn, no tool: the answer after "####"):
 #
@@ -59,7 +61,7 @@ WHAT=${1:-all}
 case "$WHAT" in demos | contexts | wikiqa | lake | gsm8k | all) ;; *) echo "usage: $0 [demos|contexts|wikiqa|lake|gsm8k|all]" >&2; exit 2 ;; esac
 SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:-0 1 2}
 SFT_WIKI_STEPS=${SFT_WIKI_STEPS:-600} WIKI_SEEDS=${WIKI_SEEDS:-0} WIKI_COUNTRIES=${WIKI_COUNTRIES:-1000} WIKI_TRAIN=${WIKI_TRAIN:-2048}
-SFT_LAKE_STEPS=${SFT_LAKE_STEPS:-800} LAKE_SEEDS=${LAKE_SEEDS:-0 1}
+SFT_LAKE_STEPS=${SFT_LAKE_STEPS:-800} LAKE_SEEDS=${LAKE_SEEDS:-0 1} LAKE_SIZE=${LAKE_SIZE:-3}
 SFT_GSM_STEPS=${SFT_GSM_STEPS:-800} GSM_SEEDS=${GSM_SEEDS:-0 1}
 STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
@@ -200,7 +202,8 @@ print("seed %s: SFT loss %.3f at step 1, %.3f at the end" % (sys.argv[2], l[0]["
 # lake: on FrozenLake, for each seed one warm-up, then grpo_multiturn, PPO with token-level GAE
 # and PPO with bi-level GAE from it, two runs side by side. An answer is at most 39 bytes
 # ("<answer>Right || Right || Down</answer>"), so 48 new tokens bound a turn.
-lakeset=(--set env.name=frozenlake --set rollout.max_turns=5 --set rollout.max_new_tokens=48)
+lakeset=(--set env.name=frozenlake --set env.lake_size="$LAKE_SIZE" --set rollout.max_turns=5 --set rollout.max_new_tokens=48
+  --set data.val_size=256)
 lake() {
   local s runs=()
   for s in $LAKE_SEEDS; do
