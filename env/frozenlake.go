@@ -306,13 +306,13 @@ func reachable(g [][]byte, sr, sc int) bool {
 	return false
 }
 
-// Lake sizes (Config.LakeSize): DefaultLakeSize is RAGEN's 4×4. MaxLakeSize is the largest whose
-// opposite corners lie within an episode's 10 moves (lakeSteps) of each other on open ice; on a
-// larger lake many goals would be out of reach before any hole is in the way.
+// Lake sizes (Config.LakeSize): DefaultLakeSize is RAGEN's 4×4. MaxLakeSize (6) is the largest
+// whose opposite corners, 2·(size−1) moves apart on open ice, lie within an episode's lakeSteps
+// moves; on a larger lake many goals would be out of reach before any hole is in the way.
 const (
 	DefaultLakeSize = 4
 	MinLakeSize     = 2
-	MaxLakeSize     = 6
+	MaxLakeSize     = lakeSteps/2 + 1
 )
 
 // GenerateFrozenLake makes n size×size lakes (p 0.8; slippery as given).
