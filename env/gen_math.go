@@ -36,41 +36,77 @@ type wordProblem struct {
 	answer             int
 }
 
+// DefaultMaxNumber is the largest number the word-problem templates reach with their own ranges
+// (27 dollars an hour, 8 hours a day, 8 days); MinMaxNumber and MaxMaxNumber bound
+// Config.MaxNumber.
+const (
+	DefaultMaxNumber = 27 * 8 * 8
+	MinMaxNumber     = 10
+	MaxMaxNumber     = 10_000
+)
+
+// operands draws a word problem's numbers one at a time. Uncapped (max 0) each comes from its
+// template's own range [lo, hi]. Capped, each comes from [least, min(hi, limit)]: least is the
+// smallest value that keeps the problem sensible (1, or 2 for a count that multiplies), and
+// limit, worked out from the numbers drawn before it and the least values of those after it,
+// keeps every number of the problem (question, worked steps, answer) at most max.
+type operands struct {
+	r   *rand.Rand
+	max int // 0: uncapped
+}
+
+func (o operands) draw(lo, hi, least, limit int) int {
+	if o.max > 0 {
+		lo, hi = least, min(hi, limit)
+	}
+	return lo + o.r.IntN(hi-lo+1)
+}
+
 // makeWordProblem draws one of five templates with two or three arithmetic steps; every
-// intermediate result is a positive integer, as in GSM8K.
-func makeWordProblem(r *rand.Rand) wordProblem {
+// intermediate result is a positive integer, as in GSM8K, and, when M > 0 (at least
+// MinMaxNumber), at most M.
+func makeWordProblem(r *rand.Rand, M int) wordProblem {
+	o := operands{r, M}
 	name, item := people[r.IntN(len(people))], items[r.IntN(len(items))]
 	switch r.IntN(5) {
-	case 0:
-		a, b, c := 5+r.IntN(40), 2+r.IntN(8), 3+r.IntN(12)
+	case 0: // a + b*c
+		a := o.draw(5, 44, 1, M-4)
+		b := o.draw(2, 9, 2, (M-a)/2)
+		c := o.draw(3, 14, 2, (M-a)/b)
 		bc := b * c
 		return wordProblem{
 			fmt.Sprintf("%s has %d %s. %s buys %d packs with %d %s in each pack. How many %s does %s have now?", name, a, item, name, b, c, item, item, name),
 			fmt.Sprintf("The packs hold %d * %d = <<%d*%d=%d>>%d %s.\n%s has %d + %d = <<%d+%d=%d>>%d %s.\n#### %d", b, c, b, c, bc, bc, item, name, a, bc, a, bc, a+bc, a+bc, item, a+bc),
 			a + bc}
-	case 1:
-		a, b, c := 8+r.IntN(20), 2+r.IntN(7), 3+r.IntN(6)
+	case 1: // a*b*c - d
+		a := o.draw(8, 27, 2, M/4)
+		b := o.draw(2, 8, 2, M/(2*a))
+		c := o.draw(3, 8, 2, M/(a*b))
 		earned := a * b * c
 		d := 1 + r.IntN(earned-1)
 		return wordProblem{
 			fmt.Sprintf("%s earns $%d per hour and works %d hours a day for %d days. Then %s spends $%d. How many dollars does %s have left?", name, a, b, c, name, d, name),
 			fmt.Sprintf("%s works %d * %d = <<%d*%d=%d>>%d hours.\n%s earns %d * %d = <<%d*%d=%d>>%d dollars.\n%s has %d - %d = <<%d-%d=%d>>%d dollars left.\n#### %d", name, b, c, b, c, b*c, b*c, name, a, b*c, a, b*c, earned, earned, name, earned, d, earned, d, earned-d, earned-d, earned-d),
 			earned - d}
-	case 2:
-		c, k, b := 2+r.IntN(6), 2+r.IntN(9), 5+r.IntN(30)
+	case 2: // (b + c*k - b) / c
+		c := o.draw(2, 7, 2, (M-1)/2)
+		k := o.draw(2, 10, 2, (M-1)/c)
+		b := o.draw(5, 34, 1, M-c*k)
 		a := b + c*k
 		return wordProblem{
 			fmt.Sprintf("A baker bakes %d loaves. She sells %d loaves and shares the rest equally among %d neighbours. How many loaves does each neighbour get?", a, b, c),
 			fmt.Sprintf("She has %d - %d = <<%d-%d=%d>>%d loaves left.\nEach neighbour gets %d / %d = <<%d/%d=%d>>%d loaves.\n#### %d", a, b, a, b, c*k, c*k, c*k, c, c*k, c, k, k, k),
 			k}
-	case 3:
-		a, b := 10+r.IntN(50), 5+r.IntN(60)
+	case 3: // a + 2*a + b
+		a := o.draw(10, 59, 1, (M-1)/3)
+		b := o.draw(5, 64, 1, M-3*a)
 		return wordProblem{
 			fmt.Sprintf("%s reads %d pages on Monday, twice as many pages on Tuesday, and %d pages on Wednesday. How many pages does %s read in total?", name, a, b, name),
 			fmt.Sprintf("On Tuesday %s reads 2 * %d = <<2*%d=%d>>%d pages.\nIn total %s reads %d + %d + %d = <<%d+%d+%d=%d>>%d pages.\n#### %d", name, a, a, 2*a, 2*a, name, a, 2*a, b, a, 2*a, b, 3*a+b, 3*a+b, 3*a+b),
 			3*a + b}
-	default:
-		a, b := 6+r.IntN(20), 3+r.IntN(10)
+	default: // a*b - c
+		a := o.draw(6, 25, 2, M/2)
+		b := o.draw(3, 12, 2, M/a)
 		c := 1 + r.IntN(a*b-1)
 		return wordProblem{
 			fmt.Sprintf("A box holds %d %s. %s fills %d boxes and then gives away %d %s. How many %s are left?", a, item, name, b, c, item, item),
@@ -79,12 +115,14 @@ func makeWordProblem(r *rand.Rand) wordProblem {
 	}
 }
 
-// GenerateGSM8K makes n GSM8K-format rows exactly as verl's preprocess lays them out.
-func GenerateGSM8K(n int, seed int64) []data.Row {
+// GenerateGSM8K makes n GSM8K-format rows exactly as verl's preprocess lays them out, every
+// number in them at most maxNumber (MinMaxNumber to MaxMaxNumber; 0: the templates' own ranges,
+// up to DefaultMaxNumber).
+func GenerateGSM8K(n int, seed int64, maxNumber int) []data.Row {
 	r := newRand(seed, "gsm8k")
 	rows := make([]data.Row, n)
 	for i := range rows {
-		p := makeWordProblem(r)
+		p := makeWordProblem(r, maxNumber)
 		rows[i] = data.Row{
 			DataSource:  "openai/gsm8k",
 			Prompt:      []data.Message{{Role: "user", Content: p.question + " " + GSM8KInstruction}},

@@ -1,7 +1,9 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -192,12 +194,12 @@ func TestCalcMultBadPolicies(t *testing.T) {
 
 func TestGeneratorsAreDeterministic(t *testing.T) {
 	for _, name := range GeneratorNames() {
-		a, err := Generate(name, 20, 5)
+		a, err := Generate(name, Config{}, 20, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := Generate(name, 20, 5)
-		c, _ := Generate(name, 20, 6)
+		b, _ := Generate(name, Config{}, 20, 5)
+		c, _ := Generate(name, Config{}, 20, 6)
 		if fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Errorf("%s: same seed, different rows", name)
 		}
@@ -210,26 +212,56 @@ func TestGeneratorsAreDeterministic(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Generate("chess", 1, 1); err == nil {
+	if _, err := Generate("chess", Config{}, 1, 1); err == nil {
 		t.Error("unknown task generated")
+	}
+	if _, err := Generate("gsm8k", Config{MaxNumber: 5}, 1, 1); err == nil || !strings.Contains(err.Error(), "max_number: 5") {
+		t.Errorf("max_number 5: %v", err)
 	}
 }
 
-// GSM8K solutions end in "#### answer" and their <<a*b=c>> annotations are true.
+// GSM8K solutions end in "#### answer", their <<a*b=c>> annotations are true, and with a cap
+// (env.max_number) no number of the question or its solution exceeds it, while every template
+// still comes up.
 func TestGSM8KSolutionsAreRight(t *testing.T) {
-	rows := GenerateGSM8K(200, 9)
-	for i, r := range rows {
-		sol := r.ExtraInfo["answer"].(string)
-		if ExtractStrict(sol) != r.RewardModel.GroundTruth {
-			t.Fatalf("row %d: solution %q vs truth %s", i, sol, r.RewardModel.GroundTruth)
-		}
-		for _, m := range calcAnnot.FindAllStringSubmatch(sol, -1) {
-			v, err := Evaluate(m[1])
-			if err != nil || FormatRat(v) != m[2] {
-				t.Fatalf("row %d: <<%s=%s>> evaluates to %v (%v)", i, m[1], m[2], v, err)
+	for _, top := range []int{0, MinMaxNumber, 20, 100, MaxMaxNumber} {
+		rows := GenerateGSM8K(400, 9, top)
+		largest, templates := 0, map[string]bool{}
+		for i, r := range rows {
+			sol := r.ExtraInfo["answer"].(string)
+			if ExtractStrict(sol) != r.RewardModel.GroundTruth {
+				t.Fatalf("cap %d, row %d: solution %q vs truth %s", top, i, sol, r.RewardModel.GroundTruth)
 			}
+			for _, m := range calcAnnot.FindAllStringSubmatch(sol, -1) {
+				v, err := Evaluate(m[1])
+				if err != nil || FormatRat(v) != m[2] {
+					t.Fatalf("cap %d, row %d: <<%s=%s>> evaluates to %v (%v)", top, i, m[1], m[2], v, err)
+				}
+			}
+			for _, n := range number.FindAllString(r.ExtraInfo["question"].(string)+" "+sol, -1) {
+				v, _ := strconv.Atoi(n)
+				if v < 1 || top > 0 && v > top {
+					t.Fatalf("cap %d, row %d: number %d in %q", top, i, v, sol)
+				}
+				largest = max(largest, v)
+			}
+			for _, w := range []string{"packs", "per hour", "baker", "pages", "box holds"} {
+				if strings.Contains(r.ExtraInfo["question"].(string), w) {
+					templates[w] = true
+				}
+			}
+		}
+		if len(templates) != 5 {
+			t.Errorf("cap %d: %d templates came up, want 5: %v", top, len(templates), templates)
+		}
+		// The cap binds: the largest number is near it (the templates' own ranges reach
+		// DefaultMaxNumber, so a larger cap leaves them as they are).
+		if want := cmp.Or(min(top, DefaultMaxNumber), DefaultMaxNumber); largest < want*3/4 || largest > want {
+			t.Errorf("cap %d: largest number %d, want %d to %d", top, largest, want*3/4, want)
 		}
 	}
 }
+
+var number = regexpMust(`[0-9]+`)
 
 var calcAnnot = regexpMust(`<<([^=]+)=([0-9]+)>>`)

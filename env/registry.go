@@ -3,6 +3,7 @@ package env
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,11 @@ type Config struct {
 	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
 	Digits  int `yaml:"digits"`
 	Factors int `yaml:"factors"`
+	// MaxNumber caps every number of generated gsm8k and gsm8k_python problems (the question's,
+	// the worked steps' results, the answer), MinMaxNumber to MaxMaxNumber; 0 keeps the
+	// templates' own ranges (up to DefaultMaxNumber). A small cap makes sums and differences a
+	// small model can learn (docs/bench/learning.md).
+	MaxNumber int `yaml:"max_number"`
 	// DirectDemos is the share (0 to 1) of tasks, chosen by a hash of the question (so the same
 	// ones every time), whose demonstration is imperfect: it skips the tool or the worked steps
 	// and answers at once, as a demonstrator that does the work in its head would (a larger
@@ -108,6 +114,9 @@ func (c Config) Validate() error {
 		return badKey("digits", "%d: want 1 to 6 (0: %d)", c.Digits, DefaultMult.Digits)
 	case m.Factors < 2 || m.Factors > 4:
 		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
+	case c.MaxNumber != 0 && (c.MaxNumber < MinMaxNumber || c.MaxNumber > MaxMaxNumber):
+		return badKey("max_number", "%d: want %d to %d (0: the templates' own ranges, up to %d)",
+			c.MaxNumber, MinMaxNumber, MaxMaxNumber, DefaultMaxNumber)
 	case c.Countries < 0 || c.Countries > MaxCorpusSize:
 		return badKey("countries", "%d: want 1 to %d (0: %d)", c.Countries, MaxCorpusSize, DefaultCorpusSize)
 	case c.LakeSize != 0 && (c.LakeSize < MinLakeSize || c.LakeSize > MaxLakeSize):
@@ -206,18 +215,34 @@ func Open(name string, cfg Config) (*Environment, error) {
 	return env, nil
 }
 
-// Generate makes n tasks of the named environment with its default configuration (the CLI's
-// `mtgrpo data gen --task … --n … --seed …`).
-func Generate(task string, n int, seed int64) ([]data.Row, error) {
+// Generate makes n tasks of the named environment shaped by cfg (only GeneratorKeys(task) have an
+// effect): the CLI's `mtgrpo data gen --task … --n … --seed … [--set env.KEY=VALUE]`.
+func Generate(task string, cfg Config, n int, seed int64) ([]data.Row, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("env: n = %d", n)
 	}
-	gen, ok := generators(Config{})[task]
+	gen, ok := generators(cfg)[task]
 	if !ok {
 		return nil, fmt.Errorf("env: no generator for %q (have: %s)", task, strings.Join(GeneratorNames(), ", "))
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	return gen(n, seed), nil
 }
+
+// generatorKeys are the Config keys (yaml names) that shape each generator's tasks.
+var generatorKeys = map[string][]string{
+	"gsm8k":        {"max_number"},
+	"gsm8k_python": {"max_number"},
+	"calc_mult":    {"digits", "factors"},
+	"wiki_qa":      {"countries"},
+	"frozenlake":   {"lake_size", "slippery"},
+}
+
+// GeneratorKeys lists the Config keys (yaml names: env.KEY in a run) that shape the named
+// generator's tasks; every other key leaves them as they are.
+func GeneratorKeys(task string) []string { return slices.Clone(generatorKeys[task]) }
 
 // GeneratorNames lists the tasks Generate knows.
 func GeneratorNames() []string {
@@ -231,8 +256,8 @@ func GeneratorNames() []string {
 
 func generators(cfg Config) map[string]func(int, int64) []data.Row {
 	return map[string]func(int, int64) []data.Row{
-		"gsm8k":        GenerateGSM8K,
-		"gsm8k_python": GenerateGSM8K,
+		"gsm8k":        func(n int, s int64) []data.Row { return GenerateGSM8K(n, s, cfg.MaxNumber) },
+		"gsm8k_python": func(n int, s int64) []data.Row { return GenerateGSM8K(n, s, cfg.MaxNumber) },
 		"calc_mult":    cfg.mult().Generate,
 		"wiki_qa":      func(n int, s int64) []data.Row { return GenerateWikiQA(n, s, cfg.countries()) },
 		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.lakeSize(), cfg.Slippery) },

@@ -3,6 +3,7 @@ package env
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -23,6 +24,8 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{Config{Factors: 1}, "factors", "1: want 2 to 4 (0: 2)"},
 		{Config{LakeSize: 1}, "lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
 		{Config{LakeSize: 7}, "lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{MaxNumber: 9}, "max_number", "9: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
+		{Config{MaxNumber: -1}, "max_number", "-1: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
 		{Config{MaxTurns: -2}, "max_turns", "-2: must be at least 0"},
 		{Config{MaxToolCalls: -1}, "max_tool_calls", "-1: must be at least 0"},
 	} {
@@ -36,7 +39,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		}
 	}
 	// Zero values are the defaults: valid.
-	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1, LakeSize: 6}).Validate(); err != nil {
+	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1, LakeSize: 6, MaxNumber: MaxMaxNumber}).Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
 	if err := (Config{}).Validate(); err != nil {
@@ -58,6 +61,42 @@ func TestLakeSizeShapesGeneratedLakes(t *testing.T) {
 		}
 		for i, r := range rows {
 			expectSolvableLake(t, fmt.Sprintf("lake_size %d, row %d", tc.size, i), r, tc.want)
+		}
+	}
+}
+
+// GeneratorKeys tells the truth: each key it lists for a generator changes that generator's
+// rows, and each key it lists for another leaves them as they are.
+func TestGeneratorKeysShapeTasks(t *testing.T) {
+	set := map[string]func(*Config){
+		"max_number": func(c *Config) { c.MaxNumber = 20 },
+		"digits":     func(c *Config) { c.Digits = 2 },
+		"factors":    func(c *Config) { c.Factors = 3 },
+		"countries":  func(c *Config) { c.Countries = 7 },
+		"lake_size":  func(c *Config) { c.LakeSize = 3 },
+		"slippery":   func(c *Config) { c.Slippery = true },
+	}
+	for _, name := range GeneratorNames() {
+		for _, k := range GeneratorKeys(name) {
+			if set[k] == nil {
+				t.Errorf("%s: key %s has no test value", name, k)
+			}
+		}
+		plain, err := Generate(name, Config{}, 30, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, apply := range set {
+			var c Config
+			apply(&c)
+			rows, err := Generate(name, c, 30, 3)
+			if err != nil {
+				t.Fatalf("%s with %s: %v", name, k, err)
+			}
+			shapes := slices.Contains(GeneratorKeys(name), k)
+			if changed := fmt.Sprint(rows) != fmt.Sprint(plain); changed != shapes {
+				t.Errorf("%s with %s: rows changed %v, GeneratorKeys says %v", name, k, changed, shapes)
+			}
 		}
 	}
 }

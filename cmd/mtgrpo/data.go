@@ -12,9 +12,10 @@ import (
 
 var (
 	dataGenCommand = command{
-		name:     "data gen",
-		summary:  "Write generated task rows in verl's layout (parquet or JSONL by the file's extension).",
-		examples: []string{"mtgrpo data gen --task countdown --n 1000 --out data/countdown.parquet"},
+		name:    "data gen",
+		summary: "Write generated task rows in verl's layout (parquet or JSONL by the file's extension).",
+		examples: []string{"mtgrpo data gen --task countdown --n 1000 --out data/countdown.parquet",
+			"mtgrpo data gen --task gsm8k --set env.max_number=20 --n 2048 --out data/gsm8k-small.jsonl"},
 	}
 	dataCheckCommand = command{
 		name:     "data check",
@@ -51,6 +52,8 @@ func dataGen(args []string) error {
 	n := fs.Int("n", 1000, "rows to write (at least 1)")
 	seed := fs.Int64("seed", 0, "generator seed")
 	out := fs.String("out", "", "output file: .parquet or .jsonl (required)")
+	sets := fs.StringArray("set", nil, "env.KEY=VALUE shaping the rows as in a run (repeatable): env.max_number for gsm8k, "+
+		"env.digits and env.factors for calc_mult, env.countries for wiki_qa, env.lake_size and env.slippery for frozenlake")
 	if err := dataGenCommand.parse(fs, args); err != nil {
 		return err
 	}
@@ -66,7 +69,19 @@ func dataGen(args []string) error {
 	if err := atLeast("data gen", intFlag{"n", *n, 1}); err != nil {
 		return err
 	}
-	rows, err := env.Generate(*task, *n, *seed)
+	var overrides []config.Override
+	for _, a := range *sets {
+		o, err := config.ParseSet(a, "--set")
+		if err != nil {
+			return usagef("data gen: %v", err)
+		}
+		overrides = append(overrides, o)
+	}
+	cfg, err := config.GeneratorEnv(*task, overrides)
+	if err != nil {
+		return usagef("data gen: %v", err)
+	}
+	rows, err := env.Generate(*task, cfg, *n, *seed)
 	if err != nil {
 		return fmt.Errorf("data gen: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,11 +58,26 @@ func TestDataGenAndCheck(t *testing.T) {
 			t.Errorf("data check %s: %v", name, err)
 		}
 	}
+	// --set shapes the rows as the key does in a run: every answer of capped problems is at most
+	// the cap (gsm8k_code is the MT-GRPO scripts' name of gsm8k_python).
+	capped := filepath.Join(dir, "capped.jsonl")
+	if err := run([]string{"data", "gen", "--task", "gsm8k_code", "--set", "env.max_number=12", "--n", "50", "--out", capped}); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := data.Read(capped, data.Options{})
+	if err != nil || len(rows) != 50 {
+		t.Fatalf("capped: %d rows, %v", len(rows), err)
+	}
+	for i, r := range rows {
+		if v, err := strconv.Atoi(r.RewardModel.GroundTruth); err != nil || v < 1 || v > 12 {
+			t.Fatalf("capped row %d: answer %q, want 1 to 12", i, r.RewardModel.GroundTruth)
+		}
+	}
 	bad := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(bad, []byte(`{"prompt": 5}`+"\n"+`{"prompt": "2+2?"}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := run([]string{"data", "check", bad})
+	err = run([]string{"data", "check", bad})
 	if err == nil || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "prompt") {
 		t.Errorf("malformed row: %v, want an error naming row 1 and prompt", err)
 	}

@@ -126,6 +126,17 @@ func (c *Config) validateEffects() error {
 			noEffect("env.slippery", fmt.Sprintf("environment %s has no ice; it applies to env.name frozenlake", e.Name))
 		}
 	}
+	if e.Name != "calc_mult" {
+		if e.Digits != 0 && c.explicit("env.digits") {
+			noEffect("env.digits", fmt.Sprintf("environment %s draws no multiplications; it sets the operand length of env.name calc_mult", e.Name))
+		}
+		if e.Factors != 0 && c.explicit("env.factors") {
+			noEffect("env.factors", fmt.Sprintf("environment %s draws no multiplications; it sets the factor count of env.name calc_mult", e.Name))
+		}
+	}
+	if e.MaxNumber != 0 && c.explicit("env.max_number") && e.Name != "gsm8k" && e.Name != "gsm8k_python" {
+		noEffect("env.max_number", fmt.Sprintf("environment %s draws no word problems; it caps the numbers of env.name gsm8k and gsm8k_python", e.Name))
+	}
 	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
 		switch {
 		case !env.Demonstrates(e.Name, c.hasExtraTools()):

@@ -53,6 +53,20 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// validateEnvConfig runs the environment's own checks and places the key they name.
+func (c *Config) validateEnvConfig() error {
+	err := c.Env.Config.Validate()
+	var ke *env.KeyError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ke):
+		return c.bad("env."+ke.Key, "%v", ke.Err)
+	default:
+		return c.bad("env", "%v", err)
+	}
+}
+
 func (c *Config) validateRun() error {
 	switch {
 	case c.Model == "" && c.Init == nil:
@@ -81,12 +95,8 @@ func (c *Config) validateEnv() error {
 	if e.Name != "openenv" && !slices.Contains(env.Names(), e.Name) {
 		return c.bad("env.name", "unknown environment %q (%s, or openenv)", e.Name, strings.Join(env.Names(), ", "))
 	}
-	if err := e.Config.Validate(); err != nil { // the environment's own checks, by key
-		var ke *env.KeyError
-		if errors.As(err, &ke) {
-			return c.bad("env."+ke.Key, "%v", ke.Err)
-		}
-		return c.bad("env", "%v", err)
+	if err := c.validateEnvConfig(); err != nil {
+		return err
 	}
 	if _, err := c.sandbox(nil); err != nil {
 		return c.bad("env.python.require", "%v", strings.TrimPrefix(err.Error(), "env.python.require: "))
