@@ -77,7 +77,7 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 	var score, turnReward, turns, tools, ran, valid, resp, prompt []float64
 	clipped, failed := 0, 0
 	fns := map[string][]float64{}
-	ends := map[string]float64{}
+	ends := map[rollout.EndReason]float64{}
 	for _, tr := range trajs {
 		ends[tr.End]++
 		if tr.Err != nil {
@@ -124,7 +124,7 @@ func (m Metrics) rolloutStats(trajs []*rollout.Trajectory) {
 		m.stat(k, vs)
 	}
 	for end, n := range ends {
-		m["episode/end_"+end] = n / float64(len(trajs))
+		m["episode/end_"+string(end)] = n / float64(len(trajs))
 	}
 	m["episode/failed"] = float64(failed)
 }

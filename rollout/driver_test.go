@@ -238,11 +238,11 @@ func TestDriverSummaryTurns(t *testing.T) {
 	for _, train := range []bool{false, true} {
 		cfg := DriverConfig{Condenser: Summary{MaxSteps: 1, Train: train}}
 		tr := runEpisodes(t, scriptedGen(t, policy), cfg, e, []env.Task{guessTask(52)}, 1)[0]
-		kinds := []string{}
+		kinds := []TurnKind{}
 		for _, tu := range tr.Turns {
 			kinds = append(kinds, tu.Kind)
 		}
-		if !reflect.DeepEqual(kinds, []string{KindAction, KindAction, KindSummary, KindAction}) || tr.Reward != 1 || tr.ActionTurns != 3 {
+		if !reflect.DeepEqual(kinds, []TurnKind{KindAction, KindAction, KindSummary, KindAction}) || tr.Reward != 1 || tr.ActionTurns != 3 {
 			t.Fatalf("train %v: turns %v, reward %v", train, kinds, tr.Reward)
 		}
 		s := tr.Turns[2]

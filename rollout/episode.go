@@ -148,7 +148,7 @@ func (ep *episode) generate(p Plan, condense time.Duration) {
 	}
 	ep.to(phaseGenerate)
 	ep.turn = &Turn{Kind: KindAction, Messages: p.Messages, Timing: TurnTiming{Condense: condense}}
-	ep.turn.appendSpan(p.IDs, "context", false)
+	ep.turn.appendSpan(p.IDs, SpanContext, false)
 	if ep.r.holding {
 		ep.r.ready = append(ep.r.ready, ep)
 		return
@@ -179,7 +179,7 @@ func (ep *episode) summarize(p Plan, condense time.Duration) {
 	ep.to(phaseSummarize)
 	ep.plan = p
 	ep.turn = &Turn{Kind: KindSummary, Messages: p.Summarize, Timing: TurnTiming{Condense: condense}}
-	ep.turn.appendSpan(p.SummaryIDs, "context", false)
+	ep.turn.appendSpan(p.SummaryIDs, SpanContext, false)
 	if err := ep.r.submit(ep.request(), []*episode{ep}); err != nil {
 		ep.fail(err)
 	}
@@ -193,7 +193,7 @@ func (ep *episode) generated(res *Result) {
 	if t.Kind == KindSummary {
 		trained = trained && ep.plan.TrainSummary
 	}
-	t.appendSpan(res.Tokens, "output", trained)
+	t.appendSpan(res.Tokens, SpanOutput, trained)
 	t.LogProbs, t.TemperedLogProbs = res.LogProbs, res.TemperedLogProbs
 	t.Text, t.Finish = res.Text, res.Finish
 	t.Timing.Queue, t.Timing.Generate = res.Queued, res.Total
@@ -246,11 +246,11 @@ func (ep *episode) step(t *Turn) {
 func (ep *episode) fail(err error) { ep.end(EndError, fmt.Errorf("episode %d: %w", ep.idx, err)) }
 
 // end stops the episode and scores it on a worker (errors skip the rubric); the Env is closed.
-func (ep *episode) end(why string, err error) {
+func (ep *episode) end(why EndReason, err error) {
 	ep.to(phaseScore)
 	ep.traj.End, ep.traj.Err = why, err
 	ctx, e, traj := ep.r.ctx, ep.in.Env, &env.Trajectory{Task: ep.in.Task, Start: ep.start, Turns: ep.turns,
-		Episode: ep.idx, Group: ep.in.Group, End: why}
+		Episode: ep.idx, Group: ep.in.Group, End: string(why)}
 	ep.r.work(func() func() {
 		t0 := time.Now()
 		var score env.Score

@@ -310,7 +310,7 @@ func TestDriverExternalReward(t *testing.T) {
 		rec := tr.Record()
 		if rec.Reward == nil || *rec.Reward != 1 || !slices.Equal(rec.TurnRewards, []float64{3, 0}) || len(rec.Messages) != 5 ||
 			len(rec.Tools) != 1 || rec.Turns[1].Messages != [2]int{4, 5} || rec.Turns[0].ContextTokens != len(tr.Turns[0].Context) ||
-			rec.Episode != tr.Index || rec.End != EndDone || rec.Metrics["reward/external"] != 1 || rec.Error != "" {
+			rec.Episode != tr.Index || rec.End != string(EndDone) || rec.Metrics["reward/external"] != 1 || rec.Error != "" {
 			t.Errorf("record %+v", rec)
 		}
 	}

@@ -33,7 +33,7 @@ type TurnTag struct {
 	// Messages is the context before rendering (the condenser's choice); Kind is KindAction or
 	// KindSummary.
 	Messages []env.Message
-	Kind     string
+	Kind     TurnKind
 }
 
 // FinishReason says why a sequence ended.

@@ -22,7 +22,7 @@ type Trajectory struct {
 	Reward float64
 	// End says why the episode stopped: EndDone (the environment ended it), EndMaxTurns,
 	// EndContextBudget (the next context did not fit), EndError (Err says what).
-	End string
+	End EndReason
 	Err error
 	// ActionTurns counts the turns the environment saw (summary turns excluded).
 	ActionTurns int
@@ -36,7 +36,7 @@ type Trajectory struct {
 // external reward functions receive (conversation, turn boundaries, token counts of the action
 // turns), with the rubric's reward, turn rewards and metrics, or the error of a failed episode.
 func (t *Trajectory) Record() env.TrajectoryRecord {
-	et := env.Trajectory{Task: t.Task, Start: t.Start, Episode: t.Index, Group: t.Group, End: t.End}
+	et := env.Trajectory{Task: t.Task, Start: t.Start, Episode: t.Index, Group: t.Group, End: string(t.End)}
 	for _, tu := range t.Turns {
 		if tu.Kind == KindAction { // a turn whose env step failed has no Step: its text stands alone
 			et.Turns = append(et.Turns, env.Turn{Assistant: tu.Text, Result: tu.Step, ContextTokens: len(tu.Context),
@@ -53,31 +53,46 @@ func (t *Trajectory) Record() env.TrajectoryRecord {
 	return r
 }
 
+// EndReason says how an episode ended.
+type EndReason string
+
 // How episodes end.
 const (
-	EndDone          = "done"
-	EndMaxTurns      = "max_turns"
-	EndContextBudget = "context_budget"
-	EndError         = "error"
+	EndDone          EndReason = "done"
+	EndMaxTurns      EndReason = "max_turns"
+	EndContextBudget EndReason = "context_budget"
+	EndError         EndReason = "error"
 )
+
+// TurnKind says what a turn's output is for.
+type TurnKind string
 
 // Turn kinds.
 const (
-	KindAction  = "action"  // the model acts in the environment
-	KindSummary = "summary" // the model summarises its history (summary condenser)
+	KindAction  TurnKind = "action"  // the model acts in the environment
+	KindSummary TurnKind = "summary" // the model summarises its history (summary condenser)
+)
+
+// SpanKind says which side of a turn a span's tokens are on.
+type SpanKind string
+
+// Span kinds.
+const (
+	SpanContext SpanKind = "context" // c_t: what the model was given
+	SpanOutput  SpanKind = "output"  // o_t: what it generated
 )
 
 // Span is a run of a turn's tokens [Start, End) (indices into Context ++ Output) with the loss mask
 // it was declared with when appended.
 type Span struct {
 	Start, End int
-	Kind       string // "context", "output"
+	Kind       SpanKind
 	Trained    bool
 }
 
 // Turn is one (c_t, o_t) sample.
 type Turn struct {
-	Kind    string
+	Kind    TurnKind
 	Context []int32 // c_t exactly as the model saw it
 	Output  []int32 // o_t exactly as generated (a final stop token included)
 	// LogProbs and TemperedLogProbs are the sampler's per-token log-probs of Output (see Result).
@@ -106,9 +121,9 @@ type TurnTiming struct {
 
 // appendSpan adds ids to the turn with the mask they get in training. Every token of a turn goes
 // through here, so no span exists without a declared mask.
-func (t *Turn) appendSpan(ids []int32, kind string, trained bool) {
+func (t *Turn) appendSpan(ids []int32, kind SpanKind, trained bool) {
 	start := len(t.Context) + len(t.Output)
-	if kind == "context" {
+	if kind == SpanContext {
 		t.Context = append(t.Context, ids...)
 	} else {
 		t.Output = append(t.Output, ids...)
