@@ -62,7 +62,7 @@ func resolveModelFiles(cmd, key, name string, configOnly bool) (string, error) {
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	dir, err := hub.Resolve(context.Background(), name, hub.Options{Env: hub.FromEnv(os.LookupEnv),
-		Progress: &progress.Load{Bars: bars}, Note: func(s string) { fmt.Fprintf(os.Stderr, "mtgrpo %s: %s\n", cmd, s) },
+		Progress: func(file string, size int64) hub.Meter { return bars.Bar(file, size, progress.Bytes) }, Note: func(s string) { fmt.Fprintf(os.Stderr, "mtgrpo %s: %s\n", cmd, s) },
 		ConfigOnly: configOnly})
 	switch {
 	case errors.Is(err, hub.ErrNoModel):

@@ -15,7 +15,8 @@
 // A download asks $HF_ENDPOINT's API for the revision's commit and file list with hashes
 // (GET /api/models/ORG/NAME/revision/REV?blobs=true), then fetches only what the loader reads
 // (config.json, generation_config.json, the safetensors weights with their index, the tokenizer
-// files and the chat template) from /ORG/NAME/resolve/COMMIT/FILE. Every file is checked against
+// files and the chat template) from /ORG/NAME/resolve/COMMIT/FILE, Options.Workers files at once
+// (the loader files, then the weights their index names). Every file is checked against
 // the hash the Hub gave before it is moved into blobs/ and linked into the snapshot: a wrong or
 // truncated download never appears in snapshots/. HF_TOKEN (or the token file huggingface-cli
 // writes) is sent as a Bearer token. With HF_HUB_OFFLINE=1 nothing touches the network; a model

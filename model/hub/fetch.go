@@ -17,20 +17,22 @@ import (
 	"time"
 )
 
-// Progress follows the downloads: Start per file with its size, Add as bytes arrive, Done when
-// the file is complete (model.Progress has the same shape).
-type Progress interface {
-	Start(label string, total int64)
+// Meter follows one file's download: Add as bytes arrive, Done when it ends (complete or not).
+type Meter interface {
 	Add(n int64)
 	Done()
 }
 
-// silent is the Progress of a resolution that reports nothing.
+// Progress starts a Meter for a file of total bytes as its download begins. Several files
+// download at once (Options.Workers), so it is called from several goroutines, and each Meter
+// from one.
+type Progress func(label string, total int64) Meter
+
+// silent is the Meter of a resolution that reports nothing.
 type silent struct{}
 
-func (silent) Start(string, int64) {}
-func (silent) Add(int64)           {}
-func (silent) Done()               {}
+func (silent) Add(int64) {}
+func (silent) Done()     {}
 
 // hashKind is how a file's etag is computed from its contents.
 type hashKind int
@@ -138,12 +140,12 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return err
 	}
-	p.Start(name, e.size)
-	p.Add(off)
-	defer p.Done()
-	w := io.MultiWriter(f, progressWriter{p})
+	m := p(name, e.size)
+	m.Add(off)
+	defer m.Done()
+	w := io.MultiWriter(f, progressWriter{m})
 	if h != nil {
-		w = io.MultiWriter(f, h, progressWriter{p})
+		w = io.MultiWriter(f, h, progressWriter{m})
 	}
 	n, err := io.Copy(w, stallReader{resp.Body, stall})
 	if err != nil {
@@ -255,10 +257,10 @@ func (s stallReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// progressWriter counts written bytes into a Progress.
-type progressWriter struct{ p Progress }
+// progressWriter counts written bytes into a Meter.
+type progressWriter struct{ m Meter }
 
-func (w progressWriter) Write(b []byte) (int, error) { w.p.Add(int64(len(b))); return len(b), nil }
+func (w progressWriter) Write(b []byte) (int, error) { w.m.Add(int64(len(b))); return len(b), nil }
 
 // isUnreachable reports whether err is a request that got no answer.
 func isUnreachable(err error) bool { return errors.As(err, new(*unreachableError)) }

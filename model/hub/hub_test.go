@@ -2,7 +2,9 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/model/hub/hubtest"
+	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
 
 const (
@@ -169,6 +172,67 @@ func TestResolveSharded(t *testing.T) {
 	}
 }
 
+// The shards of a sharded checkpoint download side by side, Options.Workers at a time, each with
+// its own meter; one shard the Hub lies about fails the resolution with that shard's error, and
+// the shards that arrived are kept for the next run.
+func TestResolveShardsSideBySide(t *testing.T) {
+	const shards = 6
+	weightMap := map[string]string{}
+	files := map[string][]byte{"config.json": []byte(`{}`)}
+	lfs := map[string]bool{}
+	for i := range shards {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, shards)
+		weightMap[fmt.Sprint("w", i)] = name
+		files[name] = []byte(strings.Repeat(fmt.Sprint(i), 100+i))
+		lfs[name] = true
+	}
+	index, _ := json.Marshal(map[string]any{"metadata": map[string]any{}, "weight_map": weightMap})
+	files[safetensors.IndexName] = index
+	for _, tc := range []struct{ workers, most int }{{1, 1}, {3, 3}, {0, shards}} {
+		h := hubtest.New(t, map[string]*hubtest.Repo{"org/big": {Revs: map[string]string{"main": commitMain},
+			Files: map[string]map[string][]byte{commitMain: files}, LFS: lfs}})
+		h.Hold = 300 * time.Millisecond // long enough that a loaded machine still starts them together
+		o := options(h, t.TempDir())
+		o.Workers = tc.workers
+		rec := &recorder{}
+		o.Progress = rec.progress
+		dir, err := Resolve(context.Background(), "org/big", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.MostAtOnce != tc.most {
+			t.Errorf("workers %d: %d files downloading at once at most, want %d", tc.workers, h.MostAtOnce, tc.most)
+		}
+		for name, b := range files {
+			if got := readFile(t, filepath.Join(dir, name)); got != string(b) {
+				t.Errorf("workers %d: %s differs", tc.workers, name)
+			}
+			if m := rec.files[name]; lfs[name] && (m == nil || m.added != int64(len(b)) || m.total != int64(len(b)) || m.done != 1) {
+				t.Errorf("workers %d: %s's meter %+v, want %d of %d, done once", tc.workers, name, m, len(b), len(b))
+			}
+		}
+	}
+	// A lie about shard 4: the error names it, and the shards that arrived are in the cache.
+	liar := &hubtest.Repo{Revs: map[string]string{"main": commitMain}, Files: map[string]map[string][]byte{commitMain: files},
+		LFS: lfs, Lie: map[string]string{"model-00004-of-00006.safetensors": strings.Repeat("0", 64)}}
+	h := hubtest.New(t, map[string]*hubtest.Repo{"org/big": liar})
+	cache := t.TempDir()
+	o := options(h, cache)
+	o.Workers = 1
+	_, err := Resolve(context.Background(), "org/big", o)
+	if err == nil || !strings.Contains(err.Error(), "model-00004-of-00006.safetensors") || !strings.Contains(err.Error(), "the download is discarded") {
+		t.Fatalf("lying shard: %v", err)
+	}
+	delete(liar.Lie, "model-00004-of-00006.safetensors")
+	h.Gets = map[string]int{}
+	if _, err := Resolve(context.Background(), "org/big", options(h, cache)); err != nil {
+		t.Fatal(err)
+	}
+	if h.Gets["model-00004-of-00006.safetensors"] != 1 || h.Gets["config.json"] != 0 {
+		t.Errorf("second run's requests %v: want shard 4 again and nothing that had arrived", h.Gets)
+	}
+}
+
 // A Hub whose API lists names without hashes (a mirror) is asked for each file's hash with HEAD:
 // X-Linked-Etag for LFS files, ETag for the others; the files are checked and named by them.
 func TestResolveHashesFromHeaders(t *testing.T) {
@@ -243,7 +307,7 @@ func TestResolveResumes(t *testing.T) {
 	}
 	o := options(h, cache)
 	rec := &recorder{}
-	o.Progress = rec
+	o.Progress = rec.progress
 	dir, err := Resolve(context.Background(), "org/small", o)
 	if err != nil {
 		t.Fatal(err)
@@ -252,8 +316,8 @@ func TestResolveResumes(t *testing.T) {
 		t.Error("the resumed file differs")
 	}
 	// The bar of the resumed file starts at the 100 bytes already there and ends at its 512.
-	if rec.label != "model.safetensors" || rec.total != 512 || rec.added != 512 || rec.done != 1 {
-		t.Errorf("progress: %+v, want model.safetensors 512 of 512, done once", rec)
+	if m := rec.files["model.safetensors"]; len(rec.files) != 1 || m == nil || m.total != 512 || m.added != 512 || m.done != 1 {
+		t.Errorf("progress: %+v, want model.safetensors alone, 512 of 512, done once", rec.files)
 	}
 	if last := h.Ranges[len(h.Ranges)-1]; last != "bytes=100-" {
 		t.Errorf("the resumed request's Range is %q, want bytes=100-", last)
@@ -435,15 +499,31 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
-// recorder is a Progress that keeps what it was told about the last file.
+// recorder is a Progress that keeps what it was told about each file.
 type recorder struct {
-	label              string
+	mu    sync.Mutex
+	files map[string]*meter
+}
+
+// meter is what a recorder was told about one file.
+type meter struct {
+	mu                 *sync.Mutex
 	total, added, done int64
 }
 
-func (r *recorder) Start(label string, total int64) { r.label, r.total, r.added = label, total, 0 }
-func (r *recorder) Add(n int64)                     { r.added += n }
-func (r *recorder) Done()                           { r.done++ }
+func (r *recorder) progress(label string, total int64) Meter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.files == nil {
+		r.files = map[string]*meter{}
+	}
+	m := &meter{mu: &r.mu, total: total}
+	r.files[label] = m
+	return m
+}
+
+func (m *meter) Add(n int64) { m.mu.Lock(); m.added += n; m.mu.Unlock() }
+func (m *meter) Done()       { m.mu.Lock(); m.done++; m.mu.Unlock() }
 
 // ConfigOnly fetches config.json alone (a memory plan reads the architecture only), offline it
 // accepts a snapshot that has only config.json, and a full resolution afterwards fetches the

@@ -9,7 +9,10 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
@@ -22,6 +25,9 @@ type Options struct {
 	Client *http.Client
 	// Progress follows the downloads (nil: silent).
 	Progress Progress
+	// Workers is how many files download at once (0: DefaultWorkers, huggingface_hub's
+	// max_workers): a sharded checkpoint's shards arrive side by side.
+	Workers int
 	// Note receives a line on what was done that the caller may want to show (nil: dropped).
 	Note func(string)
 	// ConfigOnly resolves a Hub id to a snapshot that holds config.json, fetching nothing else:
@@ -29,6 +35,9 @@ type Options struct {
 	// 140 GB). A later Resolve without it fetches the rest into the same snapshot.
 	ConfigOnly bool
 }
+
+// DefaultWorkers is how many files download at once unless Options.Workers says otherwise.
+const DefaultWorkers = 8
 
 // loaderFiles are the files besides the weights that the model and tokenizer loaders read.
 var loaderFiles = map[string]bool{
@@ -71,7 +80,10 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 		o.Client = &http.Client{Transport: t}
 	}
 	if o.Progress == nil {
-		o.Progress = silent{}
+		o.Progress = func(string, int64) Meter { return silent{} }
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
 	}
 	if o.Note == nil {
 		o.Note = func(string) {}
@@ -106,29 +118,26 @@ func download(ctx context.Context, c client, ca cache, o Options) (string, error
 	if _, ok := files["config.json"]; !ok {
 		return "", noModel("%s at %s has no config.json: not a transformers model", ca.id, info.SHA)
 	}
-	fetched := 0
-	get := func(name string) error {
-		n, err := ensure(ctx, c, ca, info.SHA, files[name], o.Progress)
-		fetched += n
-		return err
-	}
+	var loaders []string
 	for name := range files {
 		if loaderFiles[name] && (!o.ConfigOnly || name == "config.json") {
-			if err := get(name); err != nil {
-				return "", err
-			}
+			loaders = append(loaders, name)
 		}
 	}
-	var weights []string
-	if !o.ConfigOnly {
-		if weights, err = weightFiles(ca.snapshot(info.SHA), files); err != nil {
+	fetched, err := ensureAll(ctx, c, ca, info.SHA, files, loaders, o)
+	if err != nil {
+		return "", err
+	}
+	if !o.ConfigOnly { // the weights, once the index that names the shards is in the snapshot
+		weights, err := weightFiles(ca.snapshot(info.SHA), files)
+		if err != nil {
 			return "", noModel("%s at %s: %v", ca.id, info.SHA, err)
 		}
-	}
-	for _, name := range weights {
-		if err := get(name); err != nil {
+		n, err := ensureAll(ctx, c, ca, info.SHA, files, weights, o)
+		if err != nil {
 			return "", err
 		}
+		fetched += n
 	}
 	if ca.id.Revision != info.SHA {
 		if err := ca.writeRef(ca.id.Revision, info.SHA); err != nil {
@@ -170,6 +179,27 @@ func weightFiles(snapshot string, files map[string]sibling) ([]string, error) {
 		return nil, fmt.Errorf("no safetensors weights, only %s (convert them to safetensors first)", strings.Join(others, ", "))
 	}
 	return nil, fmt.Errorf("no weights (%s or %s)", safetensors.SingleName, safetensors.IndexName)
+}
+
+// ensureAll puts the named files into the snapshot, o.Workers at a time; it returns how many it
+// downloaded, or the first error, on which the downloads still running are cancelled (each keeps
+// what it has for the next run to resume).
+func ensureAll(ctx context.Context, c client, ca cache, commit string, files map[string]sibling, names []string, o Options) (int, error) {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Workers)
+	var fetched atomic.Int64
+	for _, name := range names {
+		g.Go(func() error {
+			if ctx.Err() != nil { // another file failed: start no more
+				return ctx.Err()
+			}
+			n, err := ensure(ctx, c, ca, commit, files[name], o.Progress)
+			fetched.Add(int64(n))
+			return err
+		})
+	}
+	err := g.Wait()
+	return int(fetched.Load()), err
 }
 
 // ensure puts one file into the snapshot, downloading its blob unless the cache has it; it

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Repo is a repository of the fake Hub: revisions (branches, tags) to commits, and each
@@ -45,6 +46,12 @@ type Hub struct {
 	// redirect to the same path under the new name, relative as the Hub's are.
 	Moved map[string]string
 	APIs  int // API requests
+	// Hold is how long a file's answer waits before its body (0: none), so that downloads
+	// overlap when the client runs them side by side; MostAtOnce is the largest number of
+	// file answers that were under way at the same time.
+	Hold       time.Duration
+	MostAtOnce int
+	atOnce     int
 }
 
 // New serves repos (by ORG/NAME) until the test ends; private ones need the token Token.
@@ -182,7 +189,20 @@ func (h *Hub) file(w http.ResponseWriter, r *http.Request, name string, files ma
 	delete(h.Cut, name)
 	stall, stallNow := h.Stall[name]
 	delete(h.Stall, name)
+	h.atOnce++
+	h.MostAtOnce = max(h.MostAtOnce, h.atOnce)
+	hold := h.Hold
 	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.atOnce--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-time.After(hold):
+	case <-r.Context().Done():
+		return
+	}
 	start := 0
 	if rg := r.Header.Get("Range"); rg != "" {
 		start, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
