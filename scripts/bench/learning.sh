@@ -45,9 +45,12 @@
 #
 # On GSM8K-style word problems (one turn, no tool: the answer after "####"):
 #
-#   gsm8k       for each seed of GSM_SEEDS, one warm-up of SFT_GSM_STEPS steps on worked solutions
-#               of which 30% state the answer at once, then STEPS RL steps of single-turn GRPO
-#               (grpo). Held-out score and response length every EVERY RL steps.
+#   gsm8k       for each seed of GSM_SEEDS (side by side), one warm-up of SFT_GSM_STEPS steps on
+#               worked solutions of which 30% state the answer at once, then STEPS RL steps of
+#               single-turn GRPO (grpo). Every number of the problems is at most GSM_MAX
+#               (env.max_number, default 20; 0: the templates' own ranges, up to 1728). Held-out
+#               score and response length every EVERY RL steps, on the 256 generated validation
+#               problems less those that are training problems.
 #
 # The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
 # held-out tasks every EVERY RL steps and before the first RL step. Prints one table per
@@ -62,11 +65,19 @@ case "$WHAT" in demos | contexts | wikiqa | lake | gsm8k | all) ;; *) echo "usag
 SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:-0 1 2}
 SFT_WIKI_STEPS=${SFT_WIKI_STEPS:-600} WIKI_SEEDS=${WIKI_SEEDS:-0} WIKI_COUNTRIES=${WIKI_COUNTRIES:-1000} WIKI_TRAIN=${WIKI_TRAIN:-2048}
 SFT_LAKE_STEPS=${SFT_LAKE_STEPS:-800} LAKE_SEEDS=${LAKE_SEEDS:-0 1} LAKE_SIZE=${LAKE_SIZE:-3}
-SFT_GSM_STEPS=${SFT_GSM_STEPS:-800} GSM_SEEDS=${GSM_SEEDS:-0 1}
+SFT_GSM_STEPS=${SFT_GSM_STEPS:-800} GSM_SEEDS=${GSM_SEEDS:-0 1} GSM_MAX=${GSM_MAX:-20}
 STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0)
+
+# waitall PID...: waits for each run, then fails if any failed: a run that fails or is killed
+# neither stops the script while its twin still runs nor goes unnoticed.
+waitall() {
+  local p rc=0
+  for p; do wait "$p" || rc=$?; done
+  return "$rc"
+}
 
 # warm NAME STEPS [--set ...]: STEPS warm-up steps (and the one RL step a run needs), exported as
 # OUT/NAME-model from the checkpoint at the end of the warm-up.
@@ -148,15 +159,17 @@ demos() {
     warm "demo_s$s" "$SFT_DEMO_STEPS" --seed "$s" &
     pids+=($!)
   done
-  for s in "${pids[@]}"; do wait "$s"; done
+  waitall "${pids[@]}"
   for s in $SEEDS; do
     rl "grpo_s$s" "$OUT/demo_s$s-model" --seed "$s" &
+    pids=($!)
     runs+=("grpo_s$s")
     if [ "$n" -lt 2 ]; then
-      rl "mt_grpo_s$s" "$OUT/demo_s$s-model" --seed "$s" --set advantage.estimator=mt_grpo
+      rl "mt_grpo_s$s" "$OUT/demo_s$s-model" --seed "$s" --set advantage.estimator=mt_grpo &
+      pids+=($!)
       runs+=("mt_grpo_s$s")
     fi
-    wait
+    waitall "${pids[@]}"
     n=$((n + 1))
   done
   echo "the demo's recipe (calc_mult, 2 factors, 30% direct demonstrations; sampled held-out score):"
@@ -167,9 +180,7 @@ contexts() {
   keep_last_1 &
   local a=$!
   full_history &
-  local b=$!
-  wait "$a"
-  wait "$b"
+  waitall "$a" $!
   echo "contexts (calc_mult, 3 factors; each after $SFT_STEPS SFT steps on its own contexts):"
   table full keep_last_1
   echo
@@ -209,8 +220,9 @@ lake() {
   for s in $LAKE_SEEDS; do
     warm "lake_s$s" "$SFT_LAKE_STEPS" --seed "$s" "${lakeset[@]}"
     rl "lake_grpo_s$s" "$OUT/lake_s$s-model" --seed "$s" "${lakeset[@]}" &
-    rl "lake_gae_s$s" "$OUT/lake_s$s-model" --seed "$s" "${lakeset[@]}" --set advantage.estimator=gae
-    wait
+    local a=$!
+    rl "lake_gae_s$s" "$OUT/lake_s$s-model" --seed "$s" "${lakeset[@]}" --set advantage.estimator=gae &
+    waitall "$a" $!
     rl "lake_bilevel_s$s" "$OUT/lake_s$s-model" --seed "$s" "${lakeset[@]}" --set advantage.estimator=gae \
       --set advantage.bi_level=true
     runs+=("lake_grpo_s$s" "lake_gae_s$s" "lake_bilevel_s$s")
@@ -219,18 +231,20 @@ lake() {
   TOOLS=3 table "${runs[@]}"
 }
 
-# gsm8k: single-turn GRPO on GSM8K-style questions, for each seed one warm-up, then RL from it.
-# A worked solution is at most about 230 bytes.
-gsmset=(--set env.name=gsm8k --set rollout.max_turns=1 --set rollout.max_new_tokens=256
-  --set rollout.condenser.type=full)
+# gsm8k: single-turn GRPO on GSM8K-style questions, for each seed one warm-up, then RL from it;
+# the seeds side by side. A worked solution is at most about 230 bytes.
+gsmset=(--set env.name=gsm8k --set env.max_number="$GSM_MAX" --set rollout.max_turns=1 --set rollout.max_new_tokens=256
+  --set rollout.condenser.type=full --set data.val_size=256)
 gsm8k() {
-  local s runs=()
+  local s pids=() runs=()
   for s in $GSM_SEEDS; do
-    warm "gsm_s$s" "$SFT_GSM_STEPS" --seed "$s" "${gsmset[@]}"
-    rl "gsm_grpo_s$s" "$OUT/gsm_s$s-model" --seed "$s" "${gsmset[@]}" --set advantage.estimator=grpo
+    (warm "gsm_s$s" "$SFT_GSM_STEPS" --seed "$s" "${gsmset[@]}" &&
+      rl "gsm_grpo_s$s" "$OUT/gsm_s$s-model" --seed "$s" "${gsmset[@]}" --set advantage.estimator=grpo) &
+    pids+=($!)
     runs+=("gsm_grpo_s$s")
   done
-  echo "GSM8K-style questions (30% of demonstrations answer at once; sampled held-out score, response length):"
+  waitall "${pids[@]}"
+  echo "GSM8K-style questions, numbers up to $GSM_MAX (0: the templates' own, up to 1728; 30% of demonstrations answer at once; sampled held-out score, response length):"
   TOOLS=4 table "${runs[@]}"
 }
 
