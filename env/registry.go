@@ -244,6 +244,23 @@ var generatorKeys = map[string][]string{
 // generator's tasks; every other key leaves them as they are.
 func GeneratorKeys(task string) []string { return slices.Clone(generatorKeys[task]) }
 
+// ShapingKeys lists every Config key (yaml name) that shapes some generator's tasks, sorted, and
+// Shapes the generators each shapes, sorted.
+func ShapingKeys() (keys []string, shapes map[string][]string) {
+	shapes = map[string][]string{}
+	for task, ks := range generatorKeys {
+		for _, k := range ks {
+			shapes[k] = append(shapes[k], task)
+		}
+	}
+	for k := range shapes {
+		slices.Sort(shapes[k])
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, shapes
+}
+
 // GeneratorNames lists the tasks Generate knows.
 func GeneratorNames() []string {
 	var n []string

@@ -52,8 +52,7 @@ func dataGen(args []string) error {
 	n := fs.Int("n", 1000, "rows to write (at least 1)")
 	seed := fs.Int64("seed", 0, "generator seed")
 	out := fs.String("out", "", "output file: .parquet or .jsonl (required)")
-	sets := fs.StringArray("set", nil, "env.KEY=VALUE shaping the rows as in a run (repeatable): env.max_number for gsm8k, "+
-		"env.digits and env.factors for calc_mult, env.countries for wiki_qa, env.lake_size and env.slippery for frozenlake")
+	sets := fs.StringArray("set", nil, "env.KEY=VALUE shaping the rows as in a run (repeatable): "+shapingKeys())
 	if err := dataGenCommand.parse(fs, args); err != nil {
 		return err
 	}
@@ -90,6 +89,16 @@ func dataGen(args []string) error {
 	}
 	fmt.Printf("mtgrpo data gen: %d %s rows (seed %d) -> %s\n", len(rows), *task, *seed, *out)
 	return nil
+}
+
+// shapingKeys names the keys data gen --set takes and the tasks each shapes.
+func shapingKeys() string {
+	keys, shapes := env.ShapingKeys()
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("env.%s (%s)", k, strings.Join(shapes[k], ", ")))
+	}
+	return strings.Join(out, ", ")
 }
 
 func dataCheck(args []string) error {

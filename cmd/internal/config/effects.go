@@ -118,24 +118,12 @@ func (c *Config) validateEffects() error {
 			noEffect("env.countries", "the search tool indexes env.corpus, not the generated corpus")
 		}
 	}
-	if e.Name != "frozenlake" {
-		if e.LakeSize != 0 && c.explicit("env.lake_size") {
-			noEffect("env.lake_size", fmt.Sprintf("environment %s draws no lakes; it applies to env.name frozenlake", e.Name))
+	keys, shapes := env.ShapingKeys()
+	for _, k := range keys { // env.countries also sizes the data environment's search corpus: above
+		if k != "countries" && c.explicit("env."+k) && !slices.Contains(shapes[k], e.Name) {
+			noEffect("env."+k, fmt.Sprintf("environment %s generates no tasks it shapes; it shapes the generated tasks of env.name %s",
+				e.Name, strings.Join(shapes[k], " and ")))
 		}
-		if e.Slippery && c.explicit("env.slippery") {
-			noEffect("env.slippery", fmt.Sprintf("environment %s has no ice; it applies to env.name frozenlake", e.Name))
-		}
-	}
-	if e.Name != "calc_mult" {
-		if e.Digits != 0 && c.explicit("env.digits") {
-			noEffect("env.digits", fmt.Sprintf("environment %s draws no multiplications; it sets the operand length of env.name calc_mult", e.Name))
-		}
-		if e.Factors != 0 && c.explicit("env.factors") {
-			noEffect("env.factors", fmt.Sprintf("environment %s draws no multiplications; it sets the factor count of env.name calc_mult", e.Name))
-		}
-	}
-	if e.MaxNumber != 0 && c.explicit("env.max_number") && e.Name != "gsm8k" && e.Name != "gsm8k_python" {
-		noEffect("env.max_number", fmt.Sprintf("environment %s draws no word problems; it caps the numbers of env.name gsm8k and gsm8k_python", e.Name))
 	}
 	if e.DirectDemos != 0 && c.explicit("env.direct_demos") {
 		switch {
