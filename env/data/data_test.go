@@ -93,23 +93,33 @@ func TestParquetSchemaMatchesVerl(t *testing.T) {
 	}
 }
 
-// testdata/verl_gsm8k_arrow.parquet was written by the Apache Arrow Rust writer (parquet-wasm,
-// see make_arrow_fixture.mjs) with verl's GSM8K layout and the first two GSM8K train rows.
+// verl's GSM8K layout with the first two GSM8K train rows, written by three independent writers:
+// the Apache Arrow Rust writer (parquet-wasm, make_arrow_fixture.mjs), pyarrow's write_table and
+// pandas' to_parquet (make_pyarrow_fixture.py: struct fields in verl's order, role before content;
+// pandas adds large_string columns and its own metadata).
 func TestReadArrowWrittenParquet(t *testing.T) {
-	rows, _, err := ReadParquet("testdata/verl_gsm8k_arrow.parquet", Options{RequireGroundTruth: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 2 || rows[0].RewardModel.GroundTruth != "72" || rows[1].RewardModel.GroundTruth != "10" {
-		t.Fatalf("%+v", rows)
-	}
-	r := rows[0]
-	if r.DataSource != "openai/gsm8k" || r.Ability != "math" || r.RewardModel.Style != "rule" || len(r.Prompt) != 1 || r.Prompt[0].Role != "user" ||
-		!strings.HasPrefix(r.Prompt[0].Content, "Natalia sold clips") || !strings.HasSuffix(r.Prompt[0].Content, `after "####".`) {
-		t.Fatalf("%+v", r)
-	}
-	if r.ExtraInfo["index"] != int64(0) || r.ExtraInfo["split"] != "train" || !strings.HasSuffix(r.ExtraInfo["answer"].(string), "#### 72") {
-		t.Fatalf("extra_info %+v", r.ExtraInfo)
+	for _, file := range []string{"verl_gsm8k_arrow.parquet", "verl_gsm8k_pyarrow.parquet", "verl_gsm8k_pandas.parquet"} {
+		t.Run(file, func(t *testing.T) {
+			rows, _, err := ReadParquet(filepath.Join("testdata", file), Options{RequireGroundTruth: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 2 || rows[0].RewardModel.GroundTruth != "72" || rows[1].RewardModel.GroundTruth != "10" {
+				t.Fatalf("%+v", rows)
+			}
+			r := rows[0]
+			if r.DataSource != "openai/gsm8k" || r.Ability != "math" || r.RewardModel.Style != "rule" || len(r.Prompt) != 1 || r.Prompt[0].Role != "user" ||
+				!strings.HasPrefix(r.Prompt[0].Content, "Natalia sold clips") || !strings.HasSuffix(r.Prompt[0].Content, `after "####".`) {
+				t.Fatalf("%+v", r)
+			}
+			if r.ExtraInfo["index"] != int64(0) || r.ExtraInfo["split"] != "train" || !strings.HasSuffix(r.ExtraInfo["answer"].(string), "#### 72") ||
+				!strings.HasPrefix(r.ExtraInfo["question"].(string), "Natalia sold clips") {
+				t.Fatalf("extra_info %+v", r.ExtraInfo)
+			}
+			if rows[1].ExtraInfo["index"] != int64(1) || !strings.HasPrefix(rows[1].Prompt[0].Content, "Weng earns $12") {
+				t.Fatalf("second row %+v", rows[1])
+			}
+		})
 	}
 }
 

@@ -55,15 +55,17 @@ func FuzzDecodeJSONL(f *testing.F) {
 // FuzzDecodeParquet: any bytes either load rows that validate or fail with an error naming the
 // file; a corrupt file never panics (the parquet library's panics become errors), never costs
 // more than 64 MB of allocation (no stated length or count is trusted: the bounds are 100 rows
-// and 1 MiB of decompressed pages) and never loops. Seeds cover every codec the library reads.
+// and 1 MiB of decompressed pages) and never loops. Seeds cover every codec the library reads and the three outside writers of testdata.
 // Run it with -fuzzminimizetime 200x: minimizing a kilobytes-long input at a millisecond per
 // execution otherwise takes the default full minute per new input (docs/bench/env.md).
 func FuzzDecodeParquet(f *testing.F) {
-	seed, err := os.ReadFile("testdata/verl_gsm8k_arrow.parquet")
-	if err != nil {
-		f.Fatal(err)
+	for _, file := range []string{"verl_gsm8k_arrow.parquet", "verl_gsm8k_pyarrow.parquet", "verl_gsm8k_pandas.parquet"} {
+		seed, err := os.ReadFile("testdata/" + file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
 	}
-	f.Add(seed)
 	rows := []Row{{DataSource: "d", Prompt: []Message{{Role: "user", Content: "hi"}, {Role: "user", Content: strings.Repeat("ab", 40)}},
 		RewardModel: RewardModel{Style: "rule", GroundTruth: "1"}, ExtraInfo: map[string]any{"index": int64(0), "s": "x"}}}
 	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Gzip, &parquet.Zstd, &parquet.Lz4Raw, &parquet.Brotli} {
