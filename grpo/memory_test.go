@@ -25,6 +25,7 @@ func TestMemoryModelGloo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 7 processes")
 	}
+	requireGloo(t)
 	for _, world := range []int{1, 2, 4} {
 		runMemoryRanks(t, world, 60*time.Second)
 	}
