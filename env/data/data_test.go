@@ -97,8 +97,10 @@ func TestParquetSchemaMatchesVerl(t *testing.T) {
 // the Apache Arrow Rust writer (parquet-wasm, make_arrow_fixture.mjs), pyarrow's write_table and
 // pandas' to_parquet (make_pyarrow_fixture.py: struct fields in verl's order, role before content;
 // pandas adds large_string columns and its own metadata).
+var outsideWriterFiles = []string{"verl_gsm8k_arrow.parquet", "verl_gsm8k_pyarrow.parquet", "verl_gsm8k_pandas.parquet"}
+
 func TestReadArrowWrittenParquet(t *testing.T) {
-	for _, file := range []string{"verl_gsm8k_arrow.parquet", "verl_gsm8k_pyarrow.parquet", "verl_gsm8k_pandas.parquet"} {
+	for _, file := range outsideWriterFiles {
 		t.Run(file, func(t *testing.T) {
 			rows, _, err := ReadParquet(filepath.Join("testdata", file), Options{RequireGroundTruth: true})
 			if err != nil {

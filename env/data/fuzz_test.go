@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -55,12 +56,13 @@ func FuzzDecodeJSONL(f *testing.F) {
 // FuzzDecodeParquet: any bytes either load rows that validate or fail with an error naming the
 // file; a corrupt file never panics (the parquet library's panics become errors), never costs
 // more than 64 MB of allocation (no stated length or count is trusted: the bounds are 100 rows
-// and 1 MiB of decompressed pages) and never loops. Seeds cover every codec the library reads and the three outside writers of testdata.
+// and 1 MiB of decompressed pages) and never loops. Seeds cover every codec the library reads
+// and the files of the three outside writers (outsideWriterFiles).
 // Run it with -fuzzminimizetime 200x: minimizing a kilobytes-long input at a millisecond per
 // execution otherwise takes the default full minute per new input (docs/bench/env.md).
 func FuzzDecodeParquet(f *testing.F) {
-	for _, file := range []string{"verl_gsm8k_arrow.parquet", "verl_gsm8k_pyarrow.parquet", "verl_gsm8k_pandas.parquet"} {
-		seed, err := os.ReadFile("testdata/" + file)
+	for _, file := range outsideWriterFiles {
+		seed, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
 			f.Fatal(err)
 		}

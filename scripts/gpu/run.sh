@@ -140,21 +140,18 @@ part_tests() {
       grep -q '^testing: warning: no tests to run' "$t" && { echo "$t: no test matched"; st=1; }
     done
   done
+  local all pass fail
   for p in $GR_TEST_PKGS; do
-    logs=${LOGS[$p]}
-    local pass fail
-    # shellcheck disable=SC2086 # logs is a list of paths without spaces
-    pass=$(cat $logs | grep -c '^\s*--- PASS')
-    # shellcheck disable=SC2086
-    fail=$(cat $logs | grep -c '^\s*--- FAIL')
+    # shellcheck disable=SC2086 # a list of paths without spaces
+    all=$(cat ${LOGS[$p]})
+    pass=$(grep -c '^\s*--- PASS' <<<"$all")
+    fail=$(grep -c '^\s*--- FAIL' <<<"$all")
     emit tests "$p.passed" "$pass"
     emit tests "$p.failed" "$fail"
+    emit tests "$p.skipped" "$(grep -c '^\s*--- SKIP' <<<"$all")"
+    grep '^\s*--- FAIL' <<<"$all" | sed "s/^/$p: /"
     # shellcheck disable=SC2086
-    emit tests "$p.skipped" "$(cat $logs | grep -c '^\s*--- SKIP')"
-    # shellcheck disable=SC2086
-    cat $logs | grep '^\s*--- FAIL' | sed "s/^/$p: /"
-    # shellcheck disable=SC2086
-    echo "$p: $pass passed, $fail failed ($(for l in $logs; do tail -1 "$l"; done | paste -sd, -))"
+    echo "$p: $pass passed, $fail failed ($(for l in ${LOGS[$p]}; do tail -1 "$l"; done | paste -sd, -))"
   done
   return $st
 }
