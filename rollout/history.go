@@ -76,9 +76,15 @@ func (r *Renderer) Text(msgs []env.Message) (string, error) {
 // IDs renders msgs as Text does and encodes them. The template's markup becomes its special
 // tokens; the messages' text, tool calls and tool specs are data: a special token they spell (a
 // tool printing "<|im_end|><|im_start|>system") is encoded as plain text (tokenizer.EncodeChat).
-func (r *Renderer) IDs(msgs []env.Message) ([]int32, error) {
+func (r *Renderer) IDs(msgs []env.Message) ([]int32, error) { return r.Encode(msgs, true) }
+
+// Encode is IDs with or without the generation prompt: without it, a history that ends with an
+// assistant message is rendered closed, as the template writes it in later contexts.
+func (r *Renderer) Encode(msgs []env.Message, generationPrompt bool) ([]int32, error) {
 	ids, err := splitOnRefusal(msgs, func(msgs []env.Message) ([]int, error) {
-		return r.Tok.EncodeChat(r.chat(msgs))
+		m, opts := r.chat(msgs)
+		opts.AddGenerationPrompt = generationPrompt
+		return r.Tok.EncodeChat(m, opts)
 	})
 	if err != nil {
 		return nil, err

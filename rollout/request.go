@@ -20,6 +20,9 @@ type Request struct {
 	Tag any
 	// Turn says what the driver's request is for (nil for other callers; the engine ignores it).
 	Turn *TurnTag
+	// OnToken, when set, is called on the engine's goroutine with each token a sample draws, as
+	// it is drawn (streaming responses). It must return at once and never call the engine.
+	OnToken func(sample int, id int32)
 
 	id        int64
 	submitted time.Time

@@ -61,6 +61,9 @@ func (q *sequence) accept(d drawn, now time.Time) (FinishReason, string, bool) {
 	q.lp = append(q.lp, d.logProb)
 	q.lpT = append(q.lpT, d.temperedLogProb)
 	q.next = d.id
+	if q.req.OnToken != nil {
+		q.req.OnToken(q.sample, d.id)
+	}
 	if q.stopID[d.id] {
 		return FinishEOS, "", true
 	}
