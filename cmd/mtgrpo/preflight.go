@@ -59,9 +59,13 @@ func resolveModelFiles(cmd, key, name string, configOnly bool) (string, error) {
 	if name == "" {
 		return "", nil
 	}
+	env, err := hub.FromEnv(os.LookupEnv)
+	if err != nil {
+		return "", usagef("%s: %s: %v", cmd, key, err)
+	}
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
-	dir, err := hub.Resolve(context.Background(), name, hub.Options{Env: hub.FromEnv(os.LookupEnv),
+	dir, err := hub.Resolve(context.Background(), name, hub.Options{Env: env,
 		Progress: func(file string, size int64) hub.Meter { return bars.Bar(file, size, progress.Bytes) }, Note: func(s string) { fmt.Fprintf(os.Stderr, "mtgrpo %s: %s\n", cmd, s) },
 		ConfigOnly: configOnly})
 	switch {

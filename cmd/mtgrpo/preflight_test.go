@@ -51,6 +51,8 @@ func TestPreflight(t *testing.T) {
 		{[]string{"GPUS=0,1"}, []string{"--nproc", "3"}, "3 processes but GPUS lists 2 GPUs (0,1): one process per GPU"},
 		{[]string{"GPUS=0,1"}, nil, twoGPUs},
 		{[]string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + dir}, []string{"--model", "org/tiny"}, "org/tiny is not in the Hugging Face cache " + dir},
+		{[]string{"HF_HUB_DOWNLOAD_TIMEOUT=ten"}, []string{"--model", "org/tiny"}, `model: $HF_HUB_DOWNLOAD_TIMEOUT="ten": want a number of seconds`},
+		{nil, []string{"--model", "org/tiny@."}, `the revision "." is not a branch, tag or commit name`},
 	} {
 		if c.want == "" {
 			continue

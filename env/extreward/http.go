@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/internal/untrusted"
 )
 
 var client = &http.Client{}
@@ -75,7 +76,7 @@ func (r *Reward) postOnce(ctx context.Context, body []byte) (raw []byte, err err
 	case len(raw) > maxOutput:
 		return nil, fmt.Errorf("the answer is over %d bytes", maxOutput), false
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, excerpt(bytes.TrimSpace(raw))), resp.StatusCode >= 500
+		return nil, fmt.Errorf("HTTP %s: %s", untrusted.Text(resp.Status), excerpt(bytes.TrimSpace(raw))), resp.StatusCode >= 500
 	}
 	return raw, nil, false
 }

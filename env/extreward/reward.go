@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/internal/untrusted"
 )
 
 // Reward is an external reward function: env.ExternalReward over a command or an HTTP endpoint.
@@ -217,11 +218,5 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// excerpt quotes the start of a malformed answer.
-func excerpt(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return fmt.Sprintf("%q...", b[:n])
-	}
-	return fmt.Sprintf("%q", b)
-}
+// excerpt shows the start of what a server answered (package untrusted: escaped, quoted).
+func excerpt(b []byte) string { return untrusted.Quote(b, 200) }

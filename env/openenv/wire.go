@@ -3,6 +3,8 @@ package openenv
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/mtgrpo/mtgrpo/internal/untrusted"
 )
 
 // The wire format, as OpenEnv's server defines it (src/openenv/core/env_server/types.py):
@@ -79,10 +81,5 @@ func parseResult(raw []byte) (result, error) {
 	return r, nil
 }
 
-func excerpt(b []byte) string {
-	const n = 200
-	if len(b) > n {
-		return fmt.Sprintf("%q...", b[:n])
-	}
-	return fmt.Sprintf("%q", b)
-}
+// excerpt shows the start of what a server answered (package untrusted: escaped, quoted).
+func excerpt(b []byte) string { return untrusted.Quote(b, 200) }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/untrusted"
 )
 
 // Response headers of the Hub (huggingface_hub's file_download.py reads the same).
@@ -44,26 +46,10 @@ type client struct {
 	http *http.Client
 }
 
-// request sends a request with the token and the caller's headers.
-func (c client) request(ctx context.Context, method, u string, header http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	req.Header.Set("User-Agent", "mtgrpo")
-	if c.env.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.env.Token)
-	}
-	return c.http.Do(req)
-}
-
 // info asks the API for the revision's commit and files.
 func (c client) info(ctx context.Context, id ID) (repoInfo, error) {
 	u := fmt.Sprintf("%s/api/models/%s/revision/%s?blobs=true", c.env.Endpoint, id.Repo, url.PathEscape(id.Revision))
-	resp, err := c.request(ctx, http.MethodGet, u, nil)
+	resp, err := c.do(ctx, c.http, http.MethodGet, u, nil, boundAnswer, 0)
 	if err != nil {
 		return repoInfo{}, &unreachableError{err}
 	}
@@ -72,11 +58,17 @@ func (c client) info(ctx context.Context, id ID) (repoInfo, error) {
 		return repoInfo{}, c.statusError(id, "", resp)
 	}
 	var info repoInfo
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil {
-		return repoInfo{}, fmt.Errorf("%s: the Hub's file list: %w", u, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxListing)).Decode(&info); err != nil {
+		if d := new(deadlineError); errors.As(err, &d) {
+			return repoInfo{}, &unreachableError{d}
+		}
+		return repoInfo{}, fmt.Errorf("%s: the Hub's file list: %s", u, untrusted.Text(err.Error()))
 	}
 	return info, checkCommit(info.SHA)
 }
+
+// maxListing bounds the API's file list.
+const maxListing = 64 << 20
 
 // fileURL is where a file of a commit is downloaded from.
 func (c client) fileURL(id ID, commit, name string) string {
@@ -99,19 +91,11 @@ func (c client) head(ctx context.Context, id ID, commit, name string) (expect, e
 		}
 		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.fileURL(id, commit, name), nil)
-	if err != nil {
-		return expect{}, err
-	}
-	req.Header.Set("Accept-Encoding", "identity")
-	if c.env.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.env.Token)
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.do(ctx, &hc, http.MethodHead, c.fileURL(id, commit, name), http.Header{"Accept-Encoding": {"identity"}}, boundAnswer, 0)
 	if err != nil {
 		return expect{}, &unreachableError{err}
 	}
-	resp.Body.Close()
+	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		return expect{}, c.statusError(id, name, resp)
 	}
@@ -123,7 +107,11 @@ func (c client) head(ctx context.Context, id ID, commit, name string) (expect, e
 	if size == "" {
 		size = resp.Header.Get("Content-Length")
 	}
-	n, _ := strconv.ParseInt(size, 10, 64)
+	n, err := strconv.ParseInt(size, 10, 64)
+	if err != nil || n < 0 {
+		return expect{}, fmt.Errorf("HEAD %s: no size for %s (X-Linked-Size or Content-Length %q): a download must know how long it is",
+			shown(resp.Request.URL), name, untrusted.Text(size))
+	}
 	return newExpect(normalizeEtag(etag), n)
 }
 
@@ -152,7 +140,7 @@ func noModel(format string, a ...any) error { return &noModelError{fmt.Sprintf(f
 type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string {
-	return "the Hub cannot be reached (" + e.err.Error() + "): check the network or set HF_ENDPOINT to a mirror; " +
+	return "the Hub cannot be reached (" + untrusted.Text(e.err.Error()) + "): check the network or set HF_ENDPOINT to a mirror; " +
 		"a model downloaded before is found with HF_HUB_OFFLINE=1"
 }
 func (e *unreachableError) Unwrap() error { return e.err }
@@ -169,11 +157,13 @@ func (c client) statusError(id ID, name string, resp *http.Response) error {
 			msg = body.Error
 		}
 	}
+	// What the server wrote is shown as it is, escapes and all, but never acts on the terminal.
+	code, msg, status := untrusted.Text(code), untrusted.Text(msg), untrusted.Text(resp.Status)
 	what := fmt.Sprintf("%s on %s", id, c.env.Endpoint)
 	if name != "" {
 		what = fmt.Sprintf("%s of %s", name, what)
 	}
-	detail := resp.Status
+	detail := status
 	if code != "" {
 		detail += ", " + code
 	}

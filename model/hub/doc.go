@@ -18,7 +18,10 @@
 // files and the chat template) from /ORG/NAME/resolve/COMMIT/FILE, Options.Workers files at once
 // (the loader files, then the weights their index names). Every file is checked against
 // the hash the Hub gave before it is moved into blobs/ and linked into the snapshot: a wrong or
-// truncated download never appears in snapshots/. HF_TOKEN (or the token file huggingface-cli
+// truncated download never appears in snapshots/; what a server sends beyond a file's listed size
+// is never kept. Every request runs under a deadline (HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT:
+// deadline.go), revisions are checked as git checks ref names before they name anything in the
+// cache, and a server's text is escaped (package untrusted) before it reaches an error. HF_TOKEN (or the token file huggingface-cli
 // writes) is sent as a Bearer token. With HF_HUB_OFFLINE=1 nothing touches the network; a model
 // that is not cached is an error saying so. When the Hub cannot be reached, a cached snapshot of
 // the revision is used, as huggingface_hub does.

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 )
 
 // Meter follows one file's download: Add as bytes arrive, Done when it ends (complete or not).
@@ -96,7 +95,7 @@ func (e expect) hasher() hash.Hash {
 
 // verify checks the size and hash of what was downloaded.
 func (e expect) verify(n int64, h hash.Hash) error {
-	if e.size > 0 && n != e.size {
+	if n != e.size {
 		return fmt.Errorf("%d bytes, the Hub says %d", n, e.size)
 	}
 	if h == nil {
@@ -110,7 +109,8 @@ func (e expect) verify(n int64, h hash.Hash) error {
 
 // fetchBlob downloads a file into blobs/ETAG: into ETAG.incomplete first, resumed from where an
 // interrupted download stopped, and moved into place only once its size and hash are right.
-// Called with the blob's lock held.
+// What the server sends beyond the size the Hub lists is never kept: the part is discarded, so
+// that a bad mirror or proxy cannot fill the disk. Called with the blob's lock held.
 func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name string, e expect, p Progress) error {
 	blob := ca.blob(e.etag)
 	part := blob + ".incomplete"
@@ -119,11 +119,7 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 		return err
 	}
 	defer f.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stall := time.AfterFunc(stallTimeout, cancel)
-	defer stall.Stop()
-	resp, whole, err := c.getFrom(ctx, id, commit, name, off)
+	resp, whole, err := c.getFrom(ctx, id, commit, name, off, e.size)
 	if err != nil {
 		if errors.Is(err, errRangeRefused) {
 			f.Truncate(0)
@@ -147,17 +143,22 @@ func (c client) fetchBlob(ctx context.Context, ca cache, id ID, commit, name str
 	if h != nil {
 		w = io.MultiWriter(f, h, progressWriter{m})
 	}
-	n, err := io.Copy(w, stallReader{resp.Body, stall})
-	if err != nil {
-		if ctx.Err() != nil && !stall.Stop() {
-			err = fmt.Errorf("no data for %v", stallTimeout)
-		}
+	rest := e.size - off
+	n, err := io.Copy(w, io.LimitReader(resp.Body, rest+1))
+	discard := func(why string) error {
+		f.Close()
+		os.Remove(part)
+		return fmt.Errorf("downloading %s of %s: %s: the download is discarded (run again; if it persists, %s serves other contents than it lists)",
+			name, id, why, c.env.Endpoint)
+	}
+	switch {
+	case n > rest:
+		return discard(fmt.Sprintf("%s sends more than the %d bytes the Hub lists", shown(resp.Request.URL), e.size))
+	case err != nil:
 		return fmt.Errorf("downloading %s: interrupted after %d of %d bytes: %w (run again to resume)", name, off+n, e.size, err)
 	}
 	if err := e.verify(off+n, h); err != nil {
-		f.Close()
-		os.Remove(part)
-		return fmt.Errorf("downloading %s of %s: %v: the download is discarded (run again; if it persists, %s serves other contents than it lists)", name, id, err, c.env.Endpoint)
+		return discard(err.Error())
 	}
 	if err := f.Sync(); err != nil {
 		return err
@@ -179,7 +180,7 @@ func openPart(part string, e expect) (*os.File, int64, hash.Hash, error) {
 		return nil, 0, nil, err
 	}
 	off, err := f.Seek(0, io.SeekEnd)
-	if err == nil && e.size > 0 && off > e.size {
+	if err == nil && off > e.size {
 		off = 0
 	}
 	var h hash.Hash
@@ -198,12 +199,13 @@ var errRangeRefused = errors.New("the server refused to resume")
 
 // getFrom requests a file from byte off on; whole reports that the server sent all of it
 // instead (the download starts over).
-func (c client) getFrom(ctx context.Context, id ID, commit, name string, off int64) (resp *http.Response, whole bool, err error) {
+// size is the file's: the download's deadline expects its rest.
+func (c client) getFrom(ctx context.Context, id ID, commit, name string, off, size int64) (resp *http.Response, whole bool, err error) {
 	header := http.Header{"Accept-Encoding": {"identity"}}
 	if off > 0 {
 		header.Set("Range", fmt.Sprintf("bytes=%d-", off))
 	}
-	resp, err = c.request(ctx, http.MethodGet, c.fileURL(id, commit, name), header)
+	resp, err = c.do(ctx, c.http, http.MethodGet, c.fileURL(id, commit, name), header, boundDownload, size-off)
 	if err != nil {
 		return nil, false, fmt.Errorf("downloading %s: %w (run again to resume)", name, &unreachableError{err})
 	}
@@ -237,24 +239,6 @@ func resumeHash(f *os.File, off int64, e expect) (hash.Hash, error) {
 		return nil, fmt.Errorf("reading the partial download %s: %w", f.Name(), err)
 	}
 	return h, nil
-}
-
-// stallTimeout is how long a download may receive nothing before it is given up (and resumed by
-// the next run).
-var stallTimeout = time.Minute
-
-// stallReader restarts the stall timer whenever data arrives.
-type stallReader struct {
-	r     io.Reader
-	timer *time.Timer
-}
-
-func (s stallReader) Read(b []byte) (int, error) {
-	n, err := s.r.Read(b)
-	if n > 0 {
-		s.timer.Reset(stallTimeout)
-	}
-	return n, err
 }
 
 // progressWriter counts written bytes into a Meter.

@@ -327,16 +327,18 @@ func TestResolveResumes(t *testing.T) {
 	}
 }
 
-// A download that stops receiving is given up after the stall timeout, and resumed.
+// A download that stops receiving is given up after the download timeout, and resumed.
 func TestResolveStalled(t *testing.T) {
-	defer func(d time.Duration) { stallTimeout = d }(stallTimeout)
-	stallTimeout = 200 * time.Millisecond
 	h := hubtest.New(t, map[string]*hubtest.Repo{"org/small": smallModel()})
 	h.Stall["model.safetensors"] = 300
 	cache := t.TempDir()
-	_, err := Resolve(context.Background(), "org/small", options(h, cache))
-	if err == nil || !strings.Contains(err.Error(), "interrupted after 300 of 512 bytes: no data for 200ms (run again to resume)") {
-		t.Fatalf("stalled download: %v", err)
+	o := options(h, cache)
+	o.DownloadTimeout = 200 * time.Millisecond
+	_, err := Resolve(context.Background(), "org/small", o)
+	// The first window asks for the whole file (512 bytes, fewer than stallBytes); 300 came.
+	if want := "interrupted after 300 of 512 bytes: GET " + h.URL + "/cdn/org/small/" + commitMain +
+		"/model.safetensors: the download stalls: 300 bytes in 200ms, fewer than 512 (HF_HUB_DOWNLOAD_TIMEOUT) (run again to resume)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("stalled download: %v\nwant %s", err, want)
 	}
 	if _, err := Resolve(context.Background(), "org/small", options(h, cache)); err != nil {
 		t.Fatal(err)
@@ -485,17 +487,24 @@ func TestFromEnv(t *testing.T) {
 	env := func(kv map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
 	}
-	got := FromEnv(env(map[string]string{"HOME": home}))
+	got, _ := FromEnv(env(map[string]string{"HOME": home}))
 	if want := (Env{Endpoint: DefaultEndpoint, Cache: filepath.Join(home, ".cache", "huggingface", "hub")}); got != want {
 		t.Errorf("defaults: %+v, want %+v", got, want)
 	}
-	got = FromEnv(env(map[string]string{"HOME": home, "HF_HOME": filepath.Join(home, "hf"), "HF_ENDPOINT": "http://mirror/", "HF_HUB_OFFLINE": "1"}))
+	got, _ = FromEnv(env(map[string]string{"HOME": home, "HF_HOME": filepath.Join(home, "hf"), "HF_ENDPOINT": "http://mirror/", "HF_HUB_OFFLINE": "1"}))
 	if want := (Env{Endpoint: "http://mirror", Cache: filepath.Join(home, "hf", "hub"), Token: "hf_fromfile", Offline: true}); got != want {
 		t.Errorf("HF_HOME: %+v, want %+v", got, want)
 	}
-	got = FromEnv(env(map[string]string{"HF_HOME": filepath.Join(home, "hf"), "HF_HUB_CACHE": "/c", "HF_TOKEN": "hf_env", "HF_HUB_OFFLINE": "0"}))
-	if want := (Env{Endpoint: DefaultEndpoint, Cache: "/c", Token: "hf_env"}); got != want {
-		t.Errorf("HF_HUB_CACHE, HF_TOKEN: %+v, want %+v", got, want)
+	got, _ = FromEnv(env(map[string]string{"HF_HOME": filepath.Join(home, "hf"), "HF_HUB_CACHE": "/c", "HF_TOKEN": "hf_env", "HF_HUB_OFFLINE": "0",
+		"HF_HUB_ETAG_TIMEOUT": "2.5", "HF_HUB_DOWNLOAD_TIMEOUT": "120"}))
+	if want := (Env{Endpoint: DefaultEndpoint, Cache: "/c", Token: "hf_env", EtagTimeout: 2500 * time.Millisecond, DownloadTimeout: 2 * time.Minute}); got != want {
+		t.Errorf("HF_HUB_CACHE, HF_TOKEN, timeouts: %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"0", "-1", "ten", "NaN", "Inf", "1e9"} {
+		if _, err := FromEnv(env(map[string]string{"HOME": home, "HF_HUB_DOWNLOAD_TIMEOUT": bad})); err == nil ||
+			!strings.Contains(err.Error(), "$HF_HUB_DOWNLOAD_TIMEOUT=") {
+			t.Errorf("HF_HUB_DOWNLOAD_TIMEOUT=%s: %v", bad, err)
+		}
 	}
 }
 

@@ -10,18 +10,18 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mtgrpo/mtgrpo/internal/untrusted"
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
 
 // Options say where the Hub and the cache are and how to report.
 type Options struct {
 	Env
-	// Client sends the requests (nil: one with a 60 s wait for response headers and no limit on
-	// a download's length).
+	// Client sends the requests (nil: a clone of http.DefaultTransport's). Every request is
+	// bounded in time by Env's timeouts (deadline.go), whatever the client.
 	Client *http.Client
 	// Progress follows the downloads (nil: silent).
 	Progress Progress
@@ -62,9 +62,12 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 		}
 		return name, nil
 	}
-	id, ok := ParseID(name)
-	if !ok {
+	id, isID, err := parseID(name)
+	switch {
+	case !isID:
 		return "", noModel("%s: no such directory (and not a Hub id ORG/NAME[@REVISION])", name)
+	case err != nil:
+		return "", noModel("%s: no such directory, and as a Hub id: %v", name, err)
 	}
 	ca := cache{root: o.Cache, id: id}
 	if o.Offline {
@@ -75,9 +78,7 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 			name, id, o.Cache)
 	}
 	if o.Client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = time.Minute
-		o.Client = &http.Client{Transport: t}
+		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	if o.Progress == nil {
 		o.Progress = func(string, int64) Meter { return silent{} }
@@ -160,6 +161,9 @@ func weightFiles(snapshot string, files map[string]sibling) ([]string, error) {
 		}
 		shards := ix.Shards()
 		for _, s := range shards {
+			if !untrusted.Clean(s) { // a name that would print escapes on the terminal
+				return nil, fmt.Errorf("%s names the shard %s, which is no plain file name", safetensors.IndexName, untrusted.Text(s))
+			}
 			if _, ok := files[s]; !ok {
 				return nil, fmt.Errorf("%s names %s, which the repository lacks", safetensors.IndexName, s)
 			}

@@ -52,6 +52,13 @@ type Hub struct {
 	Hold       time.Duration
 	MostAtOnce int
 	atOnce     int
+	// Hostile behaviours. Extra: file → bytes sent after its contents, beyond the size the
+	// listing gives (a bad mirror or proxy). Trickle: file ("" for the API's listing) → the
+	// pause after each byte of its body. Message: the text of every error answer, in its JSON
+	// body, in place of the Hub's own.
+	Extra   map[string]int
+	Trickle map[string]time.Duration
+	Message string
 }
 
 // New serves repos (by ORG/NAME) until the test ends; private ones need the token Token.
@@ -95,8 +102,7 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	repo := h.Repos[parts[0]+"/"+parts[1]]
 	if repo == nil || repo.Private && r.Header.Get("Authorization") != "Bearer "+h.Token {
 		// The Hub answers 401 for a repository it does not show to this caller.
-		w.Header().Set("X-Error-Code", "RepoNotFound")
-		http.Error(w, `{"error":"Repository not found"}`, http.StatusUnauthorized)
+		h.refuse(w, "RepoNotFound", "Repository not found", http.StatusUnauthorized)
 		return
 	}
 	rev := strings.ReplaceAll(parts[3], "%2F", "/")
@@ -106,15 +112,14 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	files, ok := repo.Files[commit]
 	if !ok {
-		w.Header().Set("X-Error-Code", "RevisionNotFound")
-		http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)
+		h.refuse(w, "RevisionNotFound", "Invalid rev id", http.StatusNotFound)
 		return
 	}
 	if api {
 		h.mu.Lock()
 		h.APIs++
 		h.mu.Unlock()
-		h.list(w, repo, commit, files)
+		h.list(w, r, repo, commit, files)
 		return
 	}
 	if len(parts) < 5 {
@@ -138,7 +143,7 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // list answers GET /api/models/ORG/NAME/revision/REV?blobs=true.
-func (h *Hub) list(w http.ResponseWriter, repo *Repo, commit string, files map[string][]byte) {
+func (h *Hub) list(w http.ResponseWriter, r *http.Request, repo *Repo, commit string, files map[string][]byte) {
 	type lfs struct {
 		SHA256 string `json:"sha256"`
 		Size   int    `json:"size"`
@@ -170,7 +175,42 @@ func (h *Hub) list(w http.ResponseWriter, repo *Repo, commit string, files map[s
 		out.Siblings = append(out.Siblings, e)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(out)
+	b, _ := json.Marshal(out)
+	h.send(w, r, "", b)
+}
+
+// refuse answers an error as the Hub does: its code in X-Error-Code, its text in a JSON body.
+func (h *Hub) refuse(w http.ResponseWriter, code, msg string, status int) {
+	if h.Message != "" {
+		msg = h.Message // in the body: Go's client refuses a header with control characters
+	}
+	w.Header().Set("X-Error-Code", code)
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// send writes the body of file ("" for the listing), a byte at a time when it trickles (until
+// the client gives up).
+func (h *Hub) send(w http.ResponseWriter, r *http.Request, file string, b []byte) {
+	h.mu.Lock()
+	pause := h.Trickle[file]
+	h.mu.Unlock()
+	if pause == 0 {
+		w.Write(b)
+		return
+	}
+	w.(http.Flusher).Flush()
+	for i := range b {
+		w.Write(b[i : i+1])
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(pause):
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
 
 // file answers GET /ORG/NAME/resolve/COMMIT/FILE, with Range, or drops the connection part way
@@ -178,8 +218,7 @@ func (h *Hub) list(w http.ResponseWriter, repo *Repo, commit string, files map[s
 func (h *Hub) file(w http.ResponseWriter, r *http.Request, name string, files map[string][]byte) {
 	b, ok := files[name]
 	if !ok {
-		w.Header().Set("X-Error-Code", "EntryNotFound")
-		http.Error(w, `{"error":"Entry not found"}`, http.StatusNotFound)
+		h.refuse(w, "EntryNotFound", "Entry not found", http.StatusNotFound)
 		return
 	}
 	h.mu.Lock()
@@ -203,14 +242,21 @@ func (h *Hub) file(w http.ResponseWriter, r *http.Request, name string, files ma
 	case <-r.Context().Done():
 		return
 	}
+	h.mu.Lock()
+	extra := h.Extra[name] // a body longer than listed goes without a Content-Length
+	h.mu.Unlock()
 	start := 0
 	if rg := r.Header.Get("Range"); rg != "" {
 		start, _ = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(b)-1, len(b)))
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)-start))
+		if extra == 0 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)-start))
+		}
 		w.WriteHeader(http.StatusPartialContent)
 	} else {
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		if extra == 0 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		}
 		w.WriteHeader(http.StatusOK)
 	}
 	if stallNow {
@@ -224,7 +270,11 @@ func (h *Hub) file(w http.ResponseWriter, r *http.Request, name string, files ma
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection drops mid-body
 	}
-	w.Write(b[start:])
+	body := b[start:]
+	if extra > 0 {
+		body = append(append([]byte(nil), body...), strings.Repeat("X", extra)...)
+	}
+	h.send(w, r, name, body)
 }
 
 // DirRepo is a repository whose branch main, at commit, holds the files of the model directory
