@@ -1,8 +1,8 @@
 // Package staged writes directories and files so that a crash never leaves a partial one under
 // its final name: a writer fills a temporary sibling of the destination, syncs every file and
 // directory in it, renames it into place and syncs the parent. Checkpoints, the exported model,
-// the random base model in the run directory, `mtgrpo init`/`export` and the demo all write
-// through it.
+// the random base model in the run directory, `mtgrpo init`/`export`, the demo and the report
+// all write through it. WriteFileIn writes inside an os.Root, for directories shared with others.
 //
 // # Temporaries and their owners
 //

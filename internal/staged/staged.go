@@ -105,12 +105,27 @@ func Remove(path string) error {
 }
 
 // WriteFile writes path through a synced temporary file and a rename, so that a reader (or a
-// crash) sees the old content or the new, never a part.
+// crash) sees the old content or the new, never a part. A link at path is replaced, not written
+// through.
 func WriteFile(path string, b []byte, perm fs.FileMode) error {
-	tmp := tempName(path, "staged")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	root, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
-		return fmt.Errorf("staged: %w", err)
+		return fmt.Errorf("staged: writing %s: %w", path, err)
+	}
+	defer root.Close()
+	return WriteFileIn(root, filepath.Base(path), b, perm)
+}
+
+// WriteFileIn is WriteFile for name (relative, slash-separated) inside root: neither the
+// temporary nor the rename leaves root, whatever links name's directories are, so that a
+// directory shared with others (a run directory) is written only inside.
+func WriteFileIn(root *os.Root, name string, b []byte, perm fs.FileMode) error {
+	path := filepath.Join(root.Name(), filepath.FromSlash(name))
+	name = filepath.FromSlash(name)
+	tmp := tempName(name, "staged")
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return fmt.Errorf("staged: writing %s: %w", path, err)
 	}
 	_, err = f.Write(b)
 	if err == nil {
@@ -120,13 +135,21 @@ func WriteFile(path string, b []byte, perm fs.FileMode) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = root.Rename(tmp, name)
 	}
 	if err != nil {
-		os.Remove(tmp)
+		root.Remove(tmp)
 		return fmt.Errorf("staged: writing %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	d, err := root.Open(filepath.Dir(name))
+	if err != nil {
+		return fmt.Errorf("staged: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("staged: syncing %s: %w", filepath.Dir(path), err)
+	}
+	return nil
 }
 
 // Sweep removes from dir the temporaries whose writer was a process of this host that no longer

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -234,5 +235,35 @@ func TestRemoveAndWriteFile(t *testing.T) {
 	}
 	if got := names(t, parent); !slices.Equal(got, []string{"config.yaml"}) {
 		t.Errorf("the parent holds %v, want only config.yaml", got)
+	}
+}
+
+// WriteFileIn stays inside its root: a link at the name is replaced (the file it pointed to is
+// untouched), and a name whose directory links out of the root is refused.
+func TestWriteFileInStaysInside(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	os.Symlink(victim, filepath.Join(dir, "page.html"))
+	os.Symlink(outside, filepath.Join(dir, "plots"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := WriteFileIn(root, "page.html", []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Errorf("written through the link: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "page.html")); string(b) != "new" {
+		t.Errorf("page.html: %q", b)
+	}
+	if err := WriteFileIn(root, "plots/a.png", []byte("x"), 0o644); err == nil || !strings.Contains(err.Error(), "staged: writing "+filepath.Join(dir, "plots", "a.png")) {
+		t.Errorf("through a directory that links out: %v", err)
+	}
+	if got := names(t, outside); !slices.Equal(got, []string{"victim"}) {
+		t.Errorf("outside holds %v", got)
 	}
 }

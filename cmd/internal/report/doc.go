@@ -9,5 +9,9 @@
 // `mtgrpo plot`.
 //
 // It reads only what package run writes (metrics.jsonl, config.yaml, samples/*.jsonl), so it works
-// on a finished run, a running one, or one copied from another machine.
+// on a finished run, a running one, or one copied from another machine. Run directories are shared
+// and unpacked from others' archives: it reads only regular files inside the run directory
+// (run.OpenFile: a link that leads out is refused, a FIFO is not waited on) and writes report.html
+// and plots/*.png only inside it, each through a temporary file renamed into place
+// (staged.WriteFileIn), so that a link in their place is replaced, never written through.
 package report

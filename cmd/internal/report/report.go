@@ -15,6 +15,7 @@ import (
 
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 // Files written into the run directory.
@@ -52,13 +53,28 @@ func Load(dir string) (*Run, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	r := &Run{Dir: dir, Records: recs}
-	if b, err := bounded.ReadFile(filepath.Join(dir, rundir.ConfigFile), bounded.Small); err == nil {
-		r.Config = string(b)
+	if r.Config, err = readConfig(dir); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	if r.Samples, err = rundir.ReadSamples(dir); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	return r, nil
+}
+
+// readConfig is the run's config.yaml ("" when it has none); like every file the report reads,
+// a regular file inside the run directory (rundir.OpenFile).
+func readConfig(dir string) (string, error) {
+	f, err := rundir.OpenFile(dir, rundir.ConfigFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := bounded.Read(f, f.Name(), bounded.Small)
+	return string(b), err
 }
 
 // WritePNGs writes one PNG per chart into RUN/plots (`mtgrpo plot`) and returns their paths.
@@ -70,21 +86,30 @@ func WritePNGs(r *Run) ([]string, error) {
 	if len(charts) == 0 {
 		return nil, fmt.Errorf("report: %s: no metric of any chart (%d steps logged)", r.Dir, len(r.Records))
 	}
-	dir := filepath.Join(r.Dir, PlotsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	root, err := os.OpenRoot(r.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	defer root.Close()
+	if err := root.Mkdir(PlotsDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	plots, err := root.OpenRoot(PlotsDir) // refused when plots/ is a link that leads out
+	if err != nil {
+		return nil, fmt.Errorf("report: %w (the plots are written only inside the run directory)", err)
+	}
+	defer plots.Close()
 	var paths []string
 	for _, c := range charts {
 		b, err := c.Render("png")
 		if err != nil {
 			return nil, fmt.Errorf("report: %s: %w", c.Panel.Title, err)
 		}
-		p := filepath.Join(dir, slug(c.Panel.Title)+".png")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		name := slug(c.Panel.Title) + ".png"
+		if err := staged.WriteFileIn(plots, name, b, 0o644); err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
-		paths = append(paths, p)
+		paths = append(paths, filepath.Join(r.Dir, PlotsDir, name))
 	}
 	return paths, nil
 }
@@ -114,11 +139,15 @@ func WritePage(r *Run) (string, error) {
 	if err := pageTemplate.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	path := filepath.Join(r.Dir, PageFile)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	root, err := os.OpenRoot(r.Dir)
+	if err != nil {
 		return "", fmt.Errorf("report: %w", err)
 	}
-	return path, nil
+	defer root.Close()
+	if err := staged.WriteFileIn(root, PageFile, buf.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	return filepath.Join(r.Dir, PageFile), nil
 }
 
 // inlineSVG drops the XML declaration (meaningless inside HTML) and lets CSS size the drawing.

@@ -344,3 +344,44 @@ func TestPageInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", shot)
 }
+
+// A run directory unpacked from someone else's archive cannot make the report write or read
+// outside it: a report.html that links out is replaced, not written through; a config.yaml or a
+// plots/ that links out is refused by name, and nothing outside is read into the page or written.
+func TestReportStaysInside(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte("{\"step\":1,\"critic/score/mean\":0.25}\n{\"step\":2,\"critic/score/mean\":0.5}\n"), 0o644)
+	victim := filepath.Join(outside, "victim.html")
+	os.WriteFile(victim, []byte("keep me"), 0o644)
+	os.Symlink(victim, filepath.Join(dir, PageFile))
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WritePage(r); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Errorf("the file report.html linked to was overwritten: %.40q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, PageFile)); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("report.html: %v %v, want a regular file", fi, err)
+	}
+
+	secret := filepath.Join(outside, "secret.yaml")
+	os.WriteFile(secret, []byte("api_key: hunter2\n"), 0o644)
+	os.Symlink(secret, filepath.Join(dir, rundir.ConfigFile))
+	_, err = Load(dir)
+	if want := rundir.ConfigFile + " is a link to " + secret + ", outside the run directory"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("config.yaml linked out: %v, want %q", err, want)
+	}
+	os.Remove(filepath.Join(dir, rundir.ConfigFile))
+
+	os.Symlink(outside, filepath.Join(dir, PlotsDir))
+	if _, err := WritePNGs(r); err == nil || !strings.Contains(err.Error(), "the plots are written only inside the run directory") {
+		t.Errorf("plots/ linked out: %v", err)
+	}
+	if pngs, _ := filepath.Glob(filepath.Join(outside, "*.png")); len(pngs) > 0 {
+		t.Errorf("written outside: %v", pngs)
+	}
+}

@@ -95,14 +95,14 @@ func encodeRecord(step int, m Metrics) ([]byte, []string) {
 // ReadMetrics reads RUN/metrics.jsonl. A last line without its newline (a crash mid-write) is
 // ignored; any other malformed line is an error naming the file and line. The file is read a line
 // at a time under the data loader's bounds.
+// Only a regular file inside dir is read (OpenFile).
 func ReadMetrics(dir string) ([]Record, error) {
-	path := dir + "/" + MetricsFile
-	f, err := os.Open(path)
+	f, err := OpenFile(dir, MetricsFile)
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	return parseMetrics(path, f)
+	return parseMetrics(f.Name(), f)
 }
 
 func parseMetrics(path string, r io.Reader) ([]Record, error) {

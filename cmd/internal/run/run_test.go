@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -173,19 +175,27 @@ func TestSamplesText(t *testing.T) {
 	}
 }
 
-// Run files are read under caps: a metrics.jsonl or a samples file that is a stream without end
-// (a link to /dev/zero) is an error naming it, read no further than its cap.
+// Run files are read under caps: a metrics.jsonl or a samples file of one line without end (a
+// sparse file of 65 MiB of zeros) is an error naming it, read no further than its cap.
 func TestRunFilesReadUnderCaps(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, SamplesDir), 0o755)
-	os.Symlink("/dev/zero", filepath.Join(dir, SamplesDir, "step-00000001.jsonl"))
+	huge := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(65 << 20) // a hole: no disk written
+		f.Close()
+	}
+	huge(filepath.Join(dir, SamplesDir, "step-00000001.jsonl"))
 	_, err := ReadSamples(dir)
 	if want := "run: " + filepath.Join(dir, SamplesDir, "step-00000001.jsonl") + " line 1: line too long: over 67108864 bytes"; err == nil || err.Error() != want {
 		t.Errorf("samples: %v\nwant %s", err, want)
 	}
-	os.Symlink("/dev/zero", filepath.Join(dir, MetricsFile))
+	huge(filepath.Join(dir, MetricsFile))
 	_, err = ReadMetrics(dir)
-	if want := "run: " + dir + "/" + MetricsFile + " line 1: line too long: over 67108864 bytes"; err == nil || err.Error() != want {
+	if want := "run: " + filepath.Join(dir, MetricsFile) + " line 1: line too long: over 67108864 bytes"; err == nil || err.Error() != want {
 		t.Errorf("metrics: %v\nwant %s", err, want)
 	}
 	os.Remove(filepath.Join(dir, MetricsFile))
@@ -197,5 +207,43 @@ func TestRunFilesReadUnderCaps(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, MetricsFile), []byte("{\"step\":1e300}\n"), 0o644)
 	if _, err := ReadMetrics(dir); err == nil || !strings.Contains(err.Error(), "line 1: no integer \"step\"") {
 		t.Errorf("a step past 2^53: %v", err)
+	}
+}
+
+// A run directory is read only inside: a link that leads out (to another run's metrics, to
+// /dev/zero) is refused by name, a FIFO is refused at once rather than waited on, and a link
+// that stays inside is followed.
+func TestRunFilesInsideOnly(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.jsonl"), []byte("{\"step\":1,\"a\":2}\n"), 0o644)
+	os.Symlink(filepath.Join(outside, "secret.jsonl"), filepath.Join(dir, MetricsFile))
+	_, err := ReadMetrics(dir)
+	if want := filepath.Join(dir, MetricsFile) + " is a link to " + filepath.Join(outside, "secret.jsonl") + ", outside the run directory " + dir + ": not followed"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a link out: %v\nwant %s", err, want)
+	}
+	os.Symlink(outside, filepath.Join(dir, SamplesDir))
+	os.Symlink("secret.jsonl", filepath.Join(outside, "step-00000001.jsonl"))
+	if _, err := ReadSamples(dir); err == nil || !strings.Contains(err.Error(), "samples is a link to "+outside+", outside the run directory") {
+		t.Errorf("samples/ a link out: %v", err)
+	}
+	os.Remove(filepath.Join(dir, MetricsFile))
+	if err := syscall.Mkfifo(filepath.Join(dir, MetricsFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadMetrics(dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), MetricsFile+": not a regular file (a FIFO)") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO waits for a writer")
+	}
+	os.Remove(filepath.Join(dir, MetricsFile))
+	os.WriteFile(filepath.Join(dir, "m.jsonl"), []byte("{\"step\":3}\n"), 0o644)
+	os.Symlink("m.jsonl", filepath.Join(dir, MetricsFile))
+	if recs, err := ReadMetrics(dir); err != nil || len(recs) != 1 || recs[0].Step != 3 {
+		t.Errorf("a link inside: %+v %v", recs, err)
 	}
 }

@@ -2,8 +2,10 @@ package run
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -94,36 +96,65 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-// ReadSamples reads every samples/step-*.jsonl of a run, by step.
+// ReadSamples reads every samples/step-*.jsonl of a run, by step; only regular files inside dir
+// are read (OpenFile).
 func ReadSamples(dir string) ([]Sample, error) {
-	files, err := filepath.Glob(filepath.Join(dir, SamplesDir, stepPrefix+"*.jsonl"))
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	defer root.Close()
+	d, err := OpenDirIn(root, SamplesDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), stepPrefix) && strings.HasSuffix(e.Name(), ".jsonl") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
 	var out []Sample
-	for _, f := range files {
-		fh, err := os.Open(f)
+	for _, name := range names {
+		f, err := OpenFileIn(root, SamplesDir+"/"+name)
 		if err != nil {
-			return nil, fmt.Errorf("run: %w", err)
+			return nil, err
 		}
-		lines := data.NewLineReader(fh, 64<<20, data.DefaultMaxBytes)
-		for {
-			b, n, err := lines.Next()
-			if err == io.EOF {
-				break
-			}
-			if err == nil {
-				var s Sample
-				if err = json.Unmarshal(b, &s); err == nil {
-					out = append(out, s)
-					continue
-				}
-			}
-			fh.Close()
-			return nil, fmt.Errorf("run: %s line %d: %w", f, n, err)
+		s, err := parseSamples(f.Name(), f)
+		f.Close()
+		if err != nil {
+			return nil, err
 		}
-		fh.Close()
+		out = append(out, s...)
 	}
 	return out, nil
+}
+
+// parseSamples reads one samples file, a JSON object a line.
+func parseSamples(path string, r io.Reader) ([]Sample, error) {
+	var out []Sample
+	lines := data.NewLineReader(r, 64<<20, data.DefaultMaxBytes)
+	for {
+		b, n, err := lines.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err == nil {
+			var s Sample
+			if err = json.Unmarshal(b, &s); err == nil {
+				out = append(out, s)
+				continue
+			}
+		}
+		return nil, fmt.Errorf("run: %s line %d: %w", path, n, err)
+	}
 }
