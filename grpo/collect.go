@@ -93,7 +93,7 @@ func (t *Trainer) play(ctx context.Context, tasks []env.Task, round, first int) 
 // iteration iter.
 func (t *Trainer) playPart(ctx context.Context, tasks []env.Task, lo, iter, round, first int) ([]*rollout.Trajectory, error) {
 	r := t.cfg.Rollout
-	d, err := rollout.NewDriver(t.gen, t.tok, rollout.DriverConfig{
+	d, err := t.runner(t.gen, t.tok, rollout.DriverConfig{
 		Sampling: r.Sampling, Condenser: r.Condenser, MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens,
 		ChatVars: r.ChatVars, MaskTruncated: r.MaskTruncated, Workers: r.Workers, MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, t.envs),
 		Seed: t.cfg.Seed ^ uint64(iter)<<20 ^ uint64(round)<<12, FirstIndex: lo * r.GroupSize,

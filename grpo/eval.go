@@ -24,6 +24,8 @@ type EvalConfig struct {
 	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig (the environment's
 	// MaxConcurrent applies as well).
 	MaxOpenEpisodes int
+	// Runner makes the runner that plays the episodes (nil: the multi-turn driver).
+	Runner rollout.NewRunner
 	// Dist shards the tasks across the training ranks, which exchange their trajectories: every
 	// rank returns the metrics of the whole set (nil: a single process plays them all).
 	Dist *Dist
@@ -63,7 +65,11 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 		return nil, nil, fmt.Errorf("grpo: eval: no tasks")
 	}
 	lo, hi := c.Dist.evalShare(len(tasks))
-	d, err := rollout.NewDriver(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
+	newRunner := c.Runner
+	if newRunner == nil {
+		newRunner = rollout.NewDriverRunner
+	}
+	d, err := newRunner(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
 		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed,
 		MaxOpenEpisodes: openEpisodeLimit(c.MaxOpenEpisodes, envs), FirstIndex: lo * n})
 	if err != nil {

@@ -49,10 +49,16 @@ type Trainer struct {
 	// steps a training rank took in this process.
 	pending    *aheadBatch
 	aheadSteps int
+	// runner makes each batch's runner (WithRunner; the multi-turn driver by default).
+	runner rollout.NewRunner
 }
 
 // Option is a setting of New beyond the Config.
 type Option func(*Trainer)
+
+// WithRunner plays the episodes with runners made by f instead of the multi-turn driver: agent
+// programs calling the engine through an endpoint (package rollout/serve).
+func WithRunner(f rollout.NewRunner) Option { return func(t *Trainer) { t.runner = f } }
 
 // WithDist makes the trainer one rank of data-parallel training (dist.go); nil is a single
 // process. Every rank calls New with the same models, configuration and Dist settings.
@@ -74,7 +80,7 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 	case cfg.NeedsCritic() && ms.Critic == nil:
 		return nil, fmt.Errorf("grpo: the gae estimator needs a critic")
 	}
-	t := &Trainer{cfg: cfg, ms: ms, gen: gen, tok: tok, envs: envs}
+	t := &Trainer{cfg: cfg, ms: ms, gen: gen, tok: tok, envs: envs, runner: rollout.NewDriverRunner}
 	for _, o := range opts {
 		o(t)
 	}

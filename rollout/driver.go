@@ -31,6 +31,20 @@ type Generator interface {
 	Stats() Stats
 }
 
+// Runner plays a batch of episodes to their ends: the Driver, or a runner whose episodes are
+// driven from outside (package rollout/serve: agent programs calling the engine).
+type Runner interface {
+	Run(ctx context.Context, eps []Episode) ([]*Trajectory, *BatchProfile, error)
+}
+
+// NewRunner makes the runner of one batch; NewDriverRunner is the Driver's.
+type NewRunner func(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (Runner, error)
+
+// NewDriverRunner is NewDriver as a NewRunner.
+func NewDriverRunner(gen Generator, tok *tokenizer.Tokenizer, cfg DriverConfig) (Runner, error) {
+	return NewDriver(gen, tok, cfg)
+}
+
 // DriverConfig configures multi-turn rollouts.
 type DriverConfig struct {
 	// Sampling is used for every action turn (Seed is ignored: each request gets a seed derived

@@ -119,6 +119,16 @@ type TurnTiming struct {
 	Env      time.Duration // env.Step: parsing, tools, feedback
 }
 
+// ActionTurn is an action turn of a context and the output generated from it, the output trained
+// unless trained is false: how turns recorded outside the driver (an agent program's calls) are
+// made, with the same spans.
+func ActionTurn(context, output []int32, trained bool) *Turn {
+	t := &Turn{Kind: KindAction}
+	t.appendSpan(context, SpanContext, false)
+	t.appendSpan(output, SpanOutput, trained)
+	return t
+}
+
 // appendSpan adds ids to the turn with the mask they get in training. Every token of a turn goes
 // through here, so no span exists without a declared mask.
 func (t *Turn) appendSpan(ids []int32, kind SpanKind, trained bool) {

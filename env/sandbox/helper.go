@@ -54,7 +54,7 @@ var errTrainerGone = errors.New("the trainer exited")
 // helperSpec is what the trainer tells the helper, as JSON in helperEnv.
 type helperSpec struct {
 	Protocol string   // the trainer's HelperProtocol: the helper runs only a spec of its own
-	Python   string   // interpreter path (the same inside the minimal root, via the binds)
+	Python   string   // interpreter path (the same inside the minimal root, via the binds), or a program's
 	Args     []string // argv, Args[0] included
 	Env      []string // the interpreter's environment
 	// UID is the uid/gid to switch to; -1 keeps the current one and empties the capabilities.
@@ -64,6 +64,15 @@ type helperSpec struct {
 	Seccomp bool
 	// Root is the minimal root to build and enter; nil runs in the current directory.
 	Root *rootSpec
+	// Rlimits are set (soft = hard) just before exec: programs (program.go) get their limits
+	// here; the interpreter's preamble sets its own.
+	Rlimits []rlimit
+}
+
+// rlimit is one resource limit for the helper to set.
+type rlimit struct {
+	Resource int
+	Value    uint64
 }
 
 func init() {
@@ -116,6 +125,11 @@ func runHelper(specJSON string) error {
 	if s.Seccomp {
 		if err := installSeccomp(); err != nil {
 			return fmt.Errorf("%s: %w", helperSeccompFailed, err)
+		}
+	}
+	for _, r := range s.Rlimits {
+		if err := unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Value, Max: r.Value}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", r.Resource, err)
 		}
 	}
 	unix.CloseOnExec(aliveFD)

@@ -185,7 +185,6 @@ func execute(ctx context.Context, cmd *exec.Cmd, l Limits, cg *runGroup) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = p.stdout.w, p.stderr.w
 	cmd.ExtraFiles = []*os.File{p.aliveR, p.helperErr.w} // fds 3 and 4: aliveFD, errorFD
 	start := time.Now()

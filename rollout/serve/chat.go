@@ -53,8 +53,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if s.cfg.Sampling != nil { // the session's seed and the call's number: reproducible, distinct per copy
-		j.req.Sampling.Seed = rollout.Seed(mix(s.cfg.Seed, c.seed, uint64(admitted)))
+	if fixed, seed, _ := s.settings(); fixed != nil { // the session's seed and the call's number: reproducible, distinct per copy
+		j.req.Sampling.Seed = rollout.Seed(mix(seed, c.seed, uint64(admitted)))
 	}
 	t0 := time.Now()
 	s.pump.submit(j)
@@ -116,7 +116,8 @@ func (s *Server) prepare(r *http.Request) (*call, *apiError) {
 	choice, _ := req.toolChoice()
 	c.parse = len(c.tools) > 0 && choice != "none"
 	c.stops, _ = req.stops()
-	rend, err := rollout.NewRenderer(s.tok, c.tools, s.cfg.ChatVars)
+	_, _, vars := s.settings()
+	rend, err := rollout.NewRenderer(s.tok, c.tools, vars)
 	if err == nil {
 		c.plan, err = plan(sess, rend, s.stops, c.msgs, c.tools)
 	}
@@ -137,7 +138,8 @@ func (s *Server) sampling(c *call) (rollout.Sampling, *apiError) {
 	req := c.req
 	room := s.maxLen - len(c.plan.prompt)
 	var sp rollout.Sampling
-	if f := s.cfg.Sampling; f != nil {
+	fixed, _, _ := s.settings()
+	if f := fixed; f != nil {
 		sp = *f
 		sp.StopStrings, sp.StopTokenIDs, sp.IgnoreEOS, sp.IncludeStopString = nil, nil, false, false
 		if req.Temperature != nil && *req.Temperature != f.Temperature {

@@ -18,7 +18,8 @@ import (
 // that Retain named (a finished call's slot being freed), the slot's cache is copied into a
 // parking slot first (the least recently used one is dropped when all are taken). When the
 // engine extends an empty slot with a prompt that starts with a parked cache's tokens, the
-// parked cache is copied into the slot and only the rest of the prompt is run through the model.
+// parked cache is moved into the slot (its parking slot is free again) and only the rest of the
+// prompt is run through the model.
 // A slot the engine empties right after copying it elsewhere (a running sequence moved to a lower
 // slot) is not parked: its tokens live on in the copy.
 //
@@ -115,15 +116,17 @@ func (c *PrefixCache) Extend(slots []int, tokens [][]int32) (*torch.Tensor, erro
 		if err := c.b.Fork(p.slot, s); err != nil {
 			return nil, err
 		}
-		c.clock++
-		p.used = c.clock
-		c.hist[s] = slices.Clone(p.ids)
+		c.hist[s] = p.ids
+		// The conversation has moved on: its next call extends this one's cache, which will be
+		// parked in turn. The parking slot is free again.
+		c.b.Reset(p.slot)
+		c.hist[p.slot], p.ids = nil, nil
 		if !cloned {
 			run, cloned = slices.Clone(tokens), true
 		}
-		run[i] = tokens[i][len(p.ids):]
+		run[i] = tokens[i][len(c.hist[s]):]
 		c.stats.Hits++
-		c.stats.Reused += len(p.ids)
+		c.stats.Reused += len(c.hist[s])
 	}
 	out, err := c.b.Extend(slots, run)
 	if err != nil {

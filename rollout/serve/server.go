@@ -93,6 +93,21 @@ func NewKey() string {
 	return "mtgrpo-" + hex.EncodeToString(b[:])
 }
 
+// setSampling replaces Config.Sampling, Seed and ChatVars for the calls from now on (each batch
+// of episodes brings its own: training's, evaluation's).
+func (s *Server) setSampling(sp *rollout.Sampling, seed uint64, vars map[string]any) {
+	s.mu.Lock()
+	s.cfg.Sampling, s.cfg.Seed, s.cfg.ChatVars = sp, seed, vars
+	s.mu.Unlock()
+}
+
+// settings are the sampling, seed and chat variables in force.
+func (s *Server) settings() (*rollout.Sampling, uint64, map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Sampling, s.cfg.Seed, s.cfg.ChatVars
+}
+
 // Open registers a session for key; seed seeds its calls under Config.Sampling.
 func (s *Server) Open(key string, lim Limits, seed uint64) *Session {
 	sess := newSession(key, lim)
