@@ -58,7 +58,13 @@ type Option func(*Trainer)
 
 // WithRunner plays the episodes with runners made by f instead of the multi-turn driver: agent
 // programs calling the engine through an endpoint (package rollout/serve).
-func WithRunner(f rollout.NewRunner) Option { return func(t *Trainer) { t.runner = f } }
+func WithRunner(f rollout.NewRunner) Option {
+	return func(t *Trainer) {
+		if f != nil {
+			t.runner = f
+		}
+	}
+}
 
 // WithDist makes the trainer one rank of data-parallel training (dist.go); nil is a single
 // process. Every rank calls New with the same models, configuration and Dist settings.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/env/agent"
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
@@ -114,6 +115,10 @@ type EnvConfig struct {
 	// Python configures the python tool's sandbox, in megabytes and guarantee names
 	// (env.Config.Python is sandbox.Config in bytes and flags).
 	Python PythonConfig `yaml:"python"`
+	// Agent, when set, plays every episode with an agent program calling the policy through an
+	// OpenAI-compatible endpoint (package env/agent; docs/agents.md): Name's environment gives
+	// the tasks and, with agent.reward task, the reward.
+	Agent *agent.Config `yaml:"agent,omitempty"`
 }
 
 // PythonConfig is the python tool's sandbox (sandbox.Config); zero values keep its defaults.

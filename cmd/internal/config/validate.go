@@ -56,6 +56,9 @@ func (c *Config) Validate() error {
 // validateEnvConfig runs the environment's own checks and places the key they name.
 func (c *Config) validateEnvConfig() error {
 	err := c.Env.Config.Validate()
+	if err == nil && c.Env.Agent != nil {
+		err = c.Env.Agent.Validate()
+	}
 	var ke *env.KeyError
 	switch {
 	case err == nil:

@@ -17,11 +17,12 @@ import (
 // val/ metrics and the trajectories. Run on the torch thread.
 // With d, the ranks share the tasks (every rank gets the whole set's metrics).
 func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok *tokenizer.Tokenizer,
-	envs *env.Environment, tasks []env.Task, d *grpo.Dist) (grpo.Metrics, []*rollout.Trajectory, error) {
+	envs *env.Environment, tasks []env.Task, d *grpo.Dist, agents *agentRunner) (grpo.Metrics, []*rollout.Trajectory, error) {
 	ec, err := c.EvalRun()
 	if err != nil {
 		return nil, nil, err
 	}
+	ec.Runner = agents.runner()
 	ec.Dist = d // the environment's session limit applies within grpo.Evaluate
 	return grpo.Evaluate(ctx, gen, tok, envs, tasks, ec)
 }
@@ -29,7 +30,7 @@ func validate(ctx context.Context, c *config.Config, gen rollout.Generator, tok 
 // evaluate adds the validation metrics to a step's metrics and logs the headline numbers.
 func (j *job) evaluate(ctx context.Context, m grpo.Metrics, label string) error {
 	j.gen.Begin(fmt.Sprintf("step %d eval", j.st.Step))
-	val, trajs, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val, j.o.Dist)
+	val, trajs, err := validate(ctx, j.cfg, j.gen, j.policy.Tok, j.envs, j.data.val, j.o.Dist, j.agents)
 	j.gen.End()
 	if err != nil {
 		return fmt.Errorf("eval at step %d: %w", j.st.Step, err)
@@ -97,7 +98,12 @@ func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajecto
 	}
 	defer p.Close()
 	gen := progress.NewPhases(p.Engine, o.Bars)
+	agents, err := openAgents(c, p, gen, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer agents.Close()
 	gen.Begin("eval")
 	defer gen.End()
-	return validate(ctx, c, gen, p.Tok, envs, tasks, nil)
+	return validate(ctx, c, gen, p.Tok, envs, tasks, nil, agents)
 }

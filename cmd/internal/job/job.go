@@ -70,6 +70,7 @@ type job struct {
 	baseDir string // the model training started from
 	policy  *setup.Policy
 	gen     *progress.Phases
+	agents  *agentRunner // nil unless env.agent is set
 	ref     *model.Model
 	critic  *grpo.Critic
 	cmodel  *model.Model
@@ -237,7 +238,7 @@ func externalOpen(ctx context.Context, c *config.Config, ec env.Config) (*env.En
 // openPolicy loads a model with its engine, as the configuration says. Run on the torch thread.
 func openPolicy(dir string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
 	p, err := setup.Open(setup.Options{Dir: dir, Device: c.Device, DType: c.DType, Slots: c.Slots(),
-		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}})
+		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: agentParked(c)})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
@@ -262,6 +263,9 @@ func (j *job) openModels() error {
 	// outlives any checkpoint (the oldest are removed as training goes on).
 	j.policy.Model.TokenizerDir = j.baseDir
 	j.gen = progress.NewPhases(j.policy.Engine, j.o.Bars)
+	if j.agents, err = openAgents(j.cfg, j.policy, j.gen, func(s string) { j.log.Warn().Msg(s) }); err != nil {
+		return err
+	}
 	j.log.Info().Str("model", dir).Int64("parameters", j.policy.Model.NumParameters()).Str("dtype", j.policy.Model.DType.String()).
 		Str("device", j.cfg.Device).Msg("policy loaded")
 	g, err := j.cfg.Trainer()
@@ -341,6 +345,9 @@ func (j *job) close() error {
 		if m != nil {
 			m.Close()
 		}
+	}
+	if j.agents != nil {
+		errs = append(errs, j.agents.Close())
 	}
 	if j.policy != nil {
 		j.policy.Close()

@@ -162,7 +162,7 @@ func (j *job) rl(ctx context.Context) error {
 	}
 	g.ScheduleSteps(j.rlSteps)
 	tr, err := grpo.New(grpo.Models{Policy: j.policy.Model, Reference: j.ref, Critic: j.critic}, j.gen, j.policy.Tok, j.envs, g,
-		grpo.WithDist(j.o.Dist))
+		grpo.WithDist(j.o.Dist), grpo.WithRunner(j.agents.runner()))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/rollout/serve"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	Trainable bool
 	// Progress, when set, follows the weight loading.
 	Progress model.Progress
+	// Parked, when > 0, adds that many KV slots that keep finished calls' caches for the next
+	// call of their conversation (serve.PrefixCache: agent programs, mtgrpo serve).
+	Parked int
 }
 
 // Policy is a loaded model with its generation engine. Close releases the backend and the model.
@@ -35,6 +39,8 @@ type Policy struct {
 	Model   *model.Model
 	Backend *rollout.ModelBackend
 	Engine  *rollout.Engine
+	// Cache is the engine's backend when Options.Parked > 0 (nil otherwise).
+	Cache *serve.PrefixCache
 }
 
 // Open loads o.Dir and builds the engine. Run it on the torch thread.
@@ -61,11 +67,19 @@ func Open(o Options) (*Policy, error) {
 		m.SetTrainable(true)
 	}
 	p := &Policy{Tok: tok, Model: m}
-	if p.Backend, err = rollout.NewModelBackend(m, o.Slots, o.MaxLen, tok.EOSIDs()...); err != nil {
+	if p.Backend, err = rollout.NewModelBackend(m, o.Slots+max(o.Parked, 0), o.MaxLen, tok.EOSIDs()...); err != nil {
 		p.Close()
 		return nil, err
 	}
-	if p.Engine, err = rollout.NewEngine(p.Backend, tok, rollout.EngineConfig{Seed: o.Seed}); err != nil {
+	var back rollout.Backend = p.Backend
+	if o.Parked > 0 {
+		if p.Cache, err = serve.NewPrefixCache(p.Backend, o.Parked); err != nil {
+			p.Close()
+			return nil, err
+		}
+		back = p.Cache
+	}
+	if p.Engine, err = rollout.NewEngine(back, tok, rollout.EngineConfig{Seed: o.Seed}); err != nil {
 		p.Close()
 		return nil, err
 	}
