@@ -276,3 +276,18 @@ func TestFailingProgramsAreContained(t *testing.T) {
 }
 
 func idsKey(ids []int32) string { return fmt.Sprint(ids) }
+
+// docs/agents.md shows the TypeScript agent the tests run, as it is.
+func TestDocsShowTheTestedAgent(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/agents.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := os.ReadFile("../../scripts/agents/calc_agent.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```typescript\n"+string(ts)+"```") {
+		t.Error("docs/agents.md does not show scripts/agents/calc_agent.ts as it is")
+	}
+}
