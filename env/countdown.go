@@ -87,13 +87,15 @@ func CountdownRubric() *Rubric {
 
 // GenerateCountdown makes n tasks with 3 or 4 numbers from 1..99 and a target reachable by
 // some expression over all of them (1..999, integer at every step).
-func GenerateCountdown(n int, seed int64) []data.Row {
+func GenerateCountdown(n int, seed int64) []data.Row { return take(n, countdownStream(seed)) }
+
+// countdownStream makes the same tasks one at a time.
+func countdownStream(seed int64) stream {
 	r := newRand(seed, "countdown")
-	rows := make([]data.Row, n)
-	for i := range rows {
+	return func(i int) data.Row {
 		nums, target, solution := countdownTask(r)
 		truth, _ := json.Marshal(CountdownTruth{Target: target, Numbers: nums})
-		rows[i] = data.Row{
+		return data.Row{
 			DataSource: "countdown",
 			Prompt: []data.Message{{Role: "user", Content: fmt.Sprintf("Using the numbers %v, create an equation that equals %d. You can use basic arithmetic operations (+, -, *, /) and each number can only be used once. Show your work in <think> </think> tags. And return the final answer in <answer> </answer> tags, for example <answer> (1 + 2) / 3 </answer>.",
 				jsonInts(nums), target)}},
@@ -102,7 +104,6 @@ func GenerateCountdown(n int, seed int64) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "solution": solution},
 		}
 	}
-	return rows
 }
 
 // jsonInts writes a list the way Python prints it ("[44, 19, 35]"), as TinyZero's prompt does.

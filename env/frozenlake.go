@@ -317,9 +317,13 @@ const (
 
 // GenerateFrozenLake makes n size×size lakes (p 0.8; slippery as given).
 func GenerateFrozenLake(n int, seed int64, size int, slippery bool) []data.Row {
+	return take(n, frozenLakeStream(seed, size, slippery))
+}
+
+// frozenLakeStream makes the same tasks one at a time.
+func frozenLakeStream(seed int64, size int, slippery bool) stream {
 	r := newRand(seed, "frozenlake")
-	rows := make([]data.Row, n)
-	for i := range rows {
+	return func(i int) data.Row {
 		m := GenerateLake(r, size, 0.8)
 		truth, _ := json.Marshal(LakeTruth{Map: m, Slippery: slippery})
 		pr, pc := 0, 0
@@ -328,7 +332,7 @@ func GenerateFrozenLake(n int, seed int64, size int, slippery bool) []data.Row {
 				pr, pc = ri, c
 			}
 		}
-		rows[i] = data.Row{
+		return data.Row{
 			DataSource:  "frozenlake",
 			Prompt:      []data.Message{{Role: "user", Content: "The lake:\n" + renderLake(m, pr, pc) + "\nDecide your next action(s)."}},
 			Ability:     "game",
@@ -336,5 +340,4 @@ func GenerateFrozenLake(n int, seed int64, size int, slippery bool) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i)},
 		}
 	}
-	return rows
 }

@@ -94,12 +94,16 @@ var WikiQAInstruction = toolSystemPrompt("search", "give the answer as <answer>.
 
 // GenerateWikiQA makes n questions over the generated corpus of the given number of countries.
 func GenerateWikiQA(n int, seed int64, countries int) []data.Row {
+	return take(n, wikiQAStream(seed, countries))
+}
+
+// wikiQAStream makes the same tasks one at a time.
+func wikiQAStream(seed int64, countries int) stream {
 	_, facts := corpusAndFacts(DefaultCorpusSeed, countries)
 	r := newRand(seed, "wiki_qa")
-	rows := make([]data.Row, n)
-	for i := range rows {
+	return func(i int) data.Row {
 		f := facts[r.IntN(len(facts))]
-		rows[i] = data.Row{
+		return data.Row{
 			DataSource:  "wiki_qa",
 			Prompt:      []data.Message{{Role: "user", Content: f.question}},
 			Ability:     "qa",
@@ -107,7 +111,6 @@ func GenerateWikiQA(n int, seed int64, countries int) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "question": f.question},
 		}
 	}
-	return rows
 }
 
 // QARubric scores <answer> tags against the truth, with MT-GRPO's turn rewards.

@@ -119,11 +119,15 @@ func makeWordProblem(r *rand.Rand, M int) wordProblem {
 // number in them at most maxNumber (MinMaxNumber to MaxMaxNumber; 0: the templates' own ranges,
 // up to DefaultMaxNumber).
 func GenerateGSM8K(n int, seed int64, maxNumber int) []data.Row {
+	return take(n, gsm8kStream(seed, maxNumber))
+}
+
+// gsm8kStream makes the same tasks one at a time.
+func gsm8kStream(seed int64, maxNumber int) stream {
 	r := newRand(seed, "gsm8k")
-	rows := make([]data.Row, n)
-	for i := range rows {
+	return func(i int) data.Row {
 		p := makeWordProblem(r, maxNumber)
-		rows[i] = data.Row{
+		return data.Row{
 			DataSource:  "openai/gsm8k",
 			Prompt:      []data.Message{{Role: "user", Content: p.question + " " + GSM8KInstruction}},
 			Ability:     "math",
@@ -131,7 +135,6 @@ func GenerateGSM8K(n int, seed int64, maxNumber int) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "answer": p.solution, "question": p.question},
 		}
 	}
-	return rows
 }
 
 // MultTask is the shape of generated calc_mult tasks (Config.Digits, Config.Factors).
@@ -152,7 +155,10 @@ var DefaultMult = MultTask{Digits: 3, Factors: 2}
 func GenerateMult(n int, seed int64) []data.Row { return DefaultMult.Generate(n, seed) }
 
 // Generate makes n calc_mult rows of this shape.
-func (m MultTask) Generate(n int, seed int64) []data.Row {
+func (m MultTask) Generate(n int, seed int64) []data.Row { return take(n, m.stream(seed)) }
+
+// stream makes the same tasks one at a time.
+func (m MultTask) stream(seed int64) stream {
 	r := newRand(seed, "calc_mult")
 	lo, span := 1, 0
 	for range m.Digits - 1 {
@@ -162,8 +168,7 @@ func (m MultTask) Generate(n int, seed int64) []data.Row {
 	if m.Digits == 1 {
 		lo, span = 2, 8 // 0 and 1 make trivial products
 	}
-	rows := make([]data.Row, n)
-	for i := range rows {
+	return func(i int) data.Row {
 		xs := make([]string, m.Factors)
 		product := big.NewInt(1)
 		for k := range xs {
@@ -172,7 +177,7 @@ func (m MultTask) Generate(n int, seed int64) []data.Row {
 			product.Mul(product, big.NewInt(int64(x)))
 		}
 		q := "What is " + strings.Join(xs, " * ") + "?"
-		rows[i] = data.Row{
+		return data.Row{
 			DataSource:  "calc_mult",
 			Prompt:      []data.Message{{Role: "user", Content: q}},
 			Ability:     "math",
@@ -180,7 +185,6 @@ func (m MultTask) Generate(n int, seed int64) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "question": q},
 		}
 	}
-	return rows
 }
 
 // toolSystemPrompt tells the model how to finish; the chat template lists the tools and the call

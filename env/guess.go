@@ -89,11 +89,13 @@ func (g *GuessNumber) Rubric() *Rubric { return GameRubric() }
 func (g *GuessNumber) Close() error { return nil }
 
 // GenerateGuess makes n games with a secret in 1..100.
-func GenerateGuess(n int, seed int64) []data.Row {
+func GenerateGuess(n int, seed int64) []data.Row { return take(n, guessStream(seed)) }
+
+// guessStream makes the same tasks one at a time.
+func guessStream(seed int64) stream {
 	r := newRand(seed, "guess_number")
-	rows := make([]data.Row, n)
-	for i := range rows {
-		rows[i] = data.Row{
+	return func(i int) data.Row {
+		return data.Row{
 			DataSource:  "guess_number",
 			Prompt:      []data.Message{{Role: "user", Content: "I am thinking of an integer between 1 and 100. Your first guess?"}},
 			Ability:     "game",
@@ -101,5 +103,4 @@ func GenerateGuess(n int, seed int64) []data.Row {
 			ExtraInfo:   map[string]any{"split": "train", "index": int64(i), "low": int64(1), "high": int64(100)},
 		}
 	}
-	return rows
 }

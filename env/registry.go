@@ -3,6 +3,7 @@ package env
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -216,10 +217,40 @@ func Open(name string, cfg Config) (*Environment, error) {
 }
 
 // Generate makes n tasks of the named environment shaped by cfg (only GeneratorKeys(task) have an
-// effect): the CLI's `mtgrpo data gen --task … --n … --seed … [--set env.KEY=VALUE]`.
+// effect), held in memory: a run's generated tasks.
 func Generate(task string, cfg Config, n int, seed int64) ([]data.Row, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("env: n = %d", n)
+	s, err := generatorStream(task, cfg, n, seed)
+	if err != nil {
+		return nil, err
+	}
+	return take(n, s), nil
+}
+
+// GenerateSeq is Generate one task at a time, holding none: the CLI's `mtgrpo data gen --task …
+// --n … --seed … [--set env.KEY=VALUE]`. Each range over it makes the same n tasks again.
+func GenerateSeq(task string, cfg Config, n int, seed int64) (iter.Seq[data.Row], error) {
+	if _, err := generatorStream(task, cfg, n, seed); err != nil {
+		return nil, err
+	}
+	gen := generators(cfg)[task]
+	return func(yield func(data.Row) bool) {
+		s := gen(seed)
+		for i := range n {
+			if !yield(s(i)) {
+				return
+			}
+		}
+	}, nil
+}
+
+// MaxGenerate bounds the tasks one request generates: a mistyped count is refused, not run
+// until the disk is full (some 5 GB of rows at the bound).
+const MaxGenerate = 10_000_000
+
+// generatorStream checks a request for generated tasks and starts its stream.
+func generatorStream(task string, cfg Config, n int, seed int64) (stream, error) {
+	if n < 0 || n > MaxGenerate {
+		return nil, fmt.Errorf("env: %d tasks: want 0 to %d", n, MaxGenerate)
 	}
 	gen, ok := generators(cfg)[task]
 	if !ok {
@@ -228,7 +259,7 @@ func Generate(task string, cfg Config, n int, seed int64) ([]data.Row, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return gen(n, seed), nil
+	return gen(seed), nil
 }
 
 // generatorKeys are the Config keys (yaml names) that shape each generator's tasks.
@@ -271,15 +302,16 @@ func GeneratorNames() []string {
 	return n
 }
 
-func generators(cfg Config) map[string]func(int, int64) []data.Row {
-	return map[string]func(int, int64) []data.Row{
-		"gsm8k":        func(n int, s int64) []data.Row { return GenerateGSM8K(n, s, cfg.MaxNumber) },
-		"gsm8k_python": func(n int, s int64) []data.Row { return GenerateGSM8K(n, s, cfg.MaxNumber) },
-		"calc_mult":    cfg.mult().Generate,
-		"wiki_qa":      func(n int, s int64) []data.Row { return GenerateWikiQA(n, s, cfg.countries()) },
-		"frozenlake":   func(n int, s int64) []data.Row { return GenerateFrozenLake(n, s, cfg.lakeSize(), cfg.Slippery) },
-		"guess_number": GenerateGuess,
-		"countdown":    GenerateCountdown,
+// generators start each task generator's stream, shaped by cfg.
+func generators(cfg Config) map[string]func(seed int64) stream {
+	return map[string]func(int64) stream{
+		"gsm8k":        func(s int64) stream { return gsm8kStream(s, cfg.MaxNumber) },
+		"gsm8k_python": func(s int64) stream { return gsm8kStream(s, cfg.MaxNumber) },
+		"calc_mult":    cfg.mult().stream,
+		"wiki_qa":      func(s int64) stream { return wikiQAStream(s, cfg.countries()) },
+		"frozenlake":   func(s int64) stream { return frozenLakeStream(s, cfg.lakeSize(), cfg.Slippery) },
+		"guess_number": guessStream,
+		"countdown":    countdownStream,
 	}
 }
 
@@ -318,7 +350,7 @@ func withContext(cfg Config, r *Rubric) *Rubric {
 
 func generatorFor(cfg Config, name string) func(int, int64) ([]data.Row, error) {
 	g := generators(cfg)[name]
-	return func(n int, seed int64) ([]data.Row, error) { return g(n, seed), nil }
+	return func(n int, seed int64) ([]data.Row, error) { return take(n, g(seed)), nil }
 }
 
 // chatEnvironment wraps a ChatEnv template into an Environment, adding cfg.ExtraTools.

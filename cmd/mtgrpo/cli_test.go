@@ -111,7 +111,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"data", "gen", "--task", "countdown", "--n", "0", "--out", file}, "--n 0: must be at least 1", true},
 		{[]string{"data", "gen", "--task", "nope", "--out", file}, `--task "nope": unknown generator`, true},
 		{[]string{"data", "gen", "--task", "countdown", "--n", "x", "--out", file}, `invalid argument "x" for "--n"`, true},
-		{[]string{"data", "gen", "--task", "countdown", "--out", filepath.Join(file, "sub.jsonl")}, "data gen:", false},
+		{[]string{"data", "gen", "--task", "countdown", "--out", filepath.Join(file, "sub.jsonl")}, "--out " + filepath.Join(file, "sub.jsonl") + ": no directory " + file + " to write it in", true},
+		{[]string{"data", "gen", "--task", "countdown", "--out", filepath.Join(dir, "rows.csv")}, "rows.csv: unknown data format (want .parquet or .jsonl)", true},
+		{[]string{"data", "gen", "--task", "countdown", "--n", "10000001", "--out", file}, "--n 10000001: at most 10000000 rows", true},
 		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.lake_size=3", "--out", file}, "--set: env.lake_size: does not shape generated gsm8k rows (env.max_number does)", true},
 		{[]string{"data", "gen", "--task", "countdown", "--set", "env.digits=2", "--out", file}, "env.digits: does not shape generated countdown rows (no setting does)", true},
 		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.max_number=5", "--out", file}, "--set: env.max_number: 5: want 10 to 10000", true},
@@ -205,5 +207,29 @@ func TestReportAndPlot(t *testing.T) {
 		if err := run(strings.Fields(args)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("mtgrpo %s: %v, want %q", args, err, want)
 		}
+	}
+}
+
+// A data gen whose write fails part way (a file size limit, as a full disk) leaves the dataset
+// that was there as it was, and no temporary beside it.
+func TestDataGenKeepsOldFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "rows.jsonl")
+	if err := run([]string{"data", "gen", "--task", "countdown", "--n", "3", "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(out)
+	// 2000 rows are some 1 MB; ulimit -f 64 stops the write at 32 or 64 KiB (EFBIG).
+	c := exec.Command("sh", "-c", `ulimit -f 64; exec "$0" "$@"`, os.Args[0], "data", "gen", "--task", "countdown", "--n", "2000", "--seed", "1", "--out", out)
+	c.Env = append(os.Environ(), "MTGRPO_TEST_MAIN=1")
+	msg, _ := c.CombinedOutput()
+	if code := c.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(msg), "file too large ("+out+" is left as it was)") {
+		t.Errorf("exit %d, %s", code, msg)
+	}
+	if now, _ := os.ReadFile(out); !bytes.Equal(now, old) {
+		t.Errorf("the old rows changed: %d bytes, were %d", len(now), len(old))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the directory holds %v", ents)
 	}
 }

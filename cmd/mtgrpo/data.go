@@ -49,7 +49,7 @@ func dataGen(args []string) error {
 	fs := dataGenCommand.flags()
 	task := fs.String("task", "", "task generator ("+strings.Join(env.GeneratorNames(), ", ")+"; the MT-GRPO scripts' names "+
 		"such as gsm8k_code name theirs; required)")
-	n := fs.Int("n", 1000, "rows to write (at least 1)")
+	n := fs.Int("n", 1000, fmt.Sprintf("rows to write (1 to %d), written as they are made", env.MaxGenerate))
 	seed := fs.Int64("seed", 0, "generator seed")
 	out := fs.String("out", "", "output file: .parquet or .jsonl (required)")
 	sets := fs.StringArray("set", nil, "env.KEY=VALUE shaping the rows as in a run (repeatable): "+shapingKeys())
@@ -68,6 +68,9 @@ func dataGen(args []string) error {
 	if err := atLeast("data gen", intFlag{"n", *n, 1}); err != nil {
 		return err
 	}
+	if *n > env.MaxGenerate {
+		return usagef("data gen: --n %d: at most %d rows (write larger sets as several files with different --seed)", *n, env.MaxGenerate)
+	}
 	var overrides []config.Override
 	for _, a := range *sets {
 		o, err := config.ParseSet(a, "--set")
@@ -80,14 +83,17 @@ func dataGen(args []string) error {
 	if err != nil {
 		return usagef("data gen: %v", err)
 	}
-	rows, err := env.Generate(*task, cfg, *n, *seed)
+	if err := data.CanWrite(*out); err != nil {
+		return usagef("data gen: --out %v", err)
+	}
+	rows, err := env.GenerateSeq(*task, cfg, *n, *seed)
 	if err != nil {
 		return fmt.Errorf("data gen: %w", err)
 	}
-	if err := data.Write(*out, rows); err != nil {
-		return fmt.Errorf("data gen: %w", err)
+	if err := data.WriteSeq(*out, rows); err != nil { // rows made as they are written; the old file kept on failure
+		return fmt.Errorf("data gen: %w (%s is left as it was)", err, *out)
 	}
-	fmt.Printf("mtgrpo data gen: %d %s rows (seed %d) -> %s\n", len(rows), *task, *seed, *out)
+	fmt.Printf("mtgrpo data gen: %d %s rows (seed %d) -> %s\n", *n, *task, *seed, *out)
 	return nil
 }
 

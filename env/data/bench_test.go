@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func benchRows(n int) []Row {
 func BenchmarkParquetRead(b *testing.B) {
 	for _, codec := range []compress.Codec{&parquet.Snappy, &parquet.Zstd} {
 		var buf bytes.Buffer
-		if err := encodeParquet(&buf, benchRows(20_000), parquet.Compression(codec)); err != nil {
+		if err := encodeParquet(&buf, slices.Values(benchRows(20_000)), parquet.Compression(codec)); err != nil {
 			b.Fatal(err)
 		}
 		file := buf.Bytes()

@@ -3,6 +3,7 @@
 //
 //	rows, st, err := data.Read("train.parquet", data.Options{})  // .parquet, .pq, .jsonl, .json, .ndjson
 //	err = data.Write("out.jsonl", rows)
+//	err = data.WriteSeq("out.parquet", seq)                      // rows as they come, none held
 //	err = data.ApplyGroundTruth(rows, "answers.jsonl")           // answers kept apart from prompts
 //
 // # Errors
@@ -10,6 +11,12 @@
 // A malformed row is an error naming the file, the row (1-based line for JSONL, 0-based row for
 // parquet) and the field (RowError), or, with Options.SkipInvalid, skipped and counted in Stats.
 // A file with no usable row (empty, or every row skipped) is an error wrapping ErrNoRows.
+//
+// # Writing
+//
+// Write and WriteSeq write through a temporary file renamed into place (package staged): a write
+// that fails part way leaves the old file as it was. WriteSeq encodes rows as they come, parquet
+// a row group (rowGroupRows) at a time, so a file of any length takes bounded memory.
 //
 // # Bounds
 //

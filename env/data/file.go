@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/mtgrpo/mtgrpo/internal/staged"
 )
 
 // Read loads rows from a .parquet or .jsonl (.json, .ndjson) file, chosen by extension.
@@ -20,15 +24,48 @@ func Read(path string, opt Options) ([]Row, Stats, error) {
 	return nil, Stats{}, fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
 }
 
-// Write saves rows as .parquet or .jsonl, chosen by extension.
-func Write(path string, rows []Row) error {
+// Write saves rows as .parquet or .jsonl, chosen by extension (WriteSeq).
+func Write(path string, rows []Row) error { return WriteSeq(path, slices.Values(rows)) }
+
+// CanWrite checks, before any work, that rows can be written to path: a known extension and an
+// existing directory.
+func CanWrite(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".pq", ".jsonl", ".json", ".ndjson":
+	default:
+		return fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: no directory %s to write it in", path, dir)
+	}
+	return nil
+}
+
+// WriteSeq saves rows as .parquet or .jsonl, chosen by extension, without holding them: the rows
+// are encoded as they come (for parquet, rows is ranged over twice: once for extra_info's
+// column types, once to write; it must yield the same rows each time). The file is written
+// through a temporary renamed into place (package staged): a write that fails (a full disk, a
+// bad row) leaves the old file as it was and no partial one.
+func WriteSeq(path string, rows iter.Seq[Row]) error {
+	var encode func(io.Writer, iter.Seq[Row]) error
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".parquet", ".pq":
-		return WriteParquet(path, rows)
+		encode = func(w io.Writer, rows iter.Seq[Row]) error { return encodeParquet(w, rows) }
 	case ".jsonl", ".json", ".ndjson":
-		return WriteJSONL(path, rows)
+		encode = encodeJSONL
+	default:
+		return fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
 	}
-	return fmt.Errorf("%s: unknown data format (want .parquet or .jsonl)", path)
+	f, err := staged.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Discard()
+	if err := encode(f, rows); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Commit()
 }
 
 // ApplyGroundTruth fills reward_model.ground_truth from a separate file, for datasets that keep

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,7 +73,7 @@ func FuzzDecodeParquet(f *testing.F) {
 		RewardModel: RewardModel{Style: "rule", GroundTruth: "1"}, ExtraInfo: map[string]any{"index": int64(0), "s": "x"}}}
 	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Gzip, &parquet.Zstd, &parquet.Lz4Raw, &parquet.Brotli} {
 		var buf bytes.Buffer
-		if err := encodeParquet(&buf, rows, parquet.Compression(codec)); err != nil {
+		if err := encodeParquet(&buf, slices.Values(rows), parquet.Compression(codec)); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(buf.Bytes())

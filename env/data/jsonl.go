@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -233,28 +236,28 @@ func clip(b []byte) string {
 	return s
 }
 
-// WriteJSONL writes rows, one JSON object per line.
+// WriteJSONL writes rows, one JSON object per line (through a temporary, as WriteSeq).
 func WriteJSONL(path string, rows []Row) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".jsonl" && ext != ".json" && ext != ".ndjson" {
+		return fmt.Errorf("%s: WriteJSONL wants a .jsonl file", path)
 	}
-	if err := EncodeJSONL(f, rows); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
+	return Write(path, rows)
 }
 
 // EncodeJSONL writes rows to w.
-func EncodeJSONL(w io.Writer, rows []Row) error {
+func EncodeJSONL(w io.Writer, rows []Row) error { return encodeJSONL(w, slices.Values(rows)) }
+
+// encodeJSONL writes rows to w as they come.
+func encodeJSONL(w io.Writer, rows iter.Seq[Row]) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for i := range rows {
-		if err := enc.Encode(&rows[i]); err != nil {
+	i := 0
+	for r := range rows {
+		if err := enc.Encode(&r); err != nil {
 			return fmt.Errorf("row %d: %w", i, err)
 		}
+		i++
 	}
 	return bw.Flush()
 }

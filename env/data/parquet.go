@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -26,24 +30,25 @@ import (
 // whose values are all strings is a string column, all integers int64, all numbers double, all
 // booleans boolean; anything else (mixed, nested) is written as a JSON string.
 
-// WriteParquet writes rows to a parquet file.
+// WriteParquet writes rows to a parquet file (through a temporary, as WriteSeq).
 func WriteParquet(path string, rows []Row) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".parquet" && ext != ".pq" {
+		return fmt.Errorf("%s: WriteParquet wants a .parquet file", path)
 	}
-	if err := EncodeParquet(f, rows); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
+	return Write(path, rows)
 }
 
 // EncodeParquet writes rows as parquet to w.
-func EncodeParquet(w io.Writer, rows []Row) error { return encodeParquet(w, rows) }
+func EncodeParquet(w io.Writer, rows []Row) error { return encodeParquet(w, slices.Values(rows)) }
 
-// encodeParquet writes rows with the writer's options (tests vary the compression).
-func encodeParquet(w io.Writer, rows []Row, options ...parquet.WriterOption) (err error) {
+// rowGroupRows bounds a row group: the writer holds one row group's pages in memory, so a file of
+// any length is written in bounded memory (some 7 MB for GSM8K rows). Hugging Face datasets'
+// to_parquet writes groups of 1,000 rows; pyarrow's default is 1Mi.
+var rowGroupRows int64 = 10_000
+
+// encodeParquet writes rows with the writer's options (tests vary the compression), ranging over
+// rows twice: extra_info's columns first, then the rows.
+func encodeParquet(w io.Writer, rows iter.Seq[Row], options ...parquet.WriterOption) (err error) {
 	defer recoverTo(&err, "write parquet")
 	str := parquet.Optional(parquet.String())
 	group := parquet.Group{
@@ -56,24 +61,42 @@ func encodeParquet(w io.Writer, rows []Row, options ...parquet.WriterOption) (er
 	if len(extra) > 0 {
 		group["extra_info"] = parquet.Optional(extra)
 	}
-	pw := parquet.NewGenericWriter[map[string]any](w, append([]parquet.WriterOption{parquet.NewSchema("schema", group)}, options...)...)
+	options = append([]parquet.WriterOption{parquet.NewSchema("schema", group), parquet.MaxRowsPerRowGroup(rowGroupRows)}, options...)
+	pw := parquet.NewGenericWriter[map[string]any](w, options...)
 	batch := make([]map[string]any, 0, 256)
-	for i := range rows {
-		batch = append(batch, rowMap(&rows[i], extra))
-		if len(batch) == cap(batch) || i == len(rows)-1 {
-			if _, err := pw.Write(batch); err != nil {
-				return fmt.Errorf("rows up to %d: %w", i, err)
+	i := 0
+	flush := func() error {
+		if _, err := pw.Write(batch); err != nil {
+			return fmt.Errorf("rows up to %d: %w", i-1, err)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for r := range rows {
+		m, err := rowMap(&r, extra)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+		batch = append(batch, m)
+		i++
+		if len(batch) == cap(batch) {
+			if err := flush(); err != nil {
+				return err
 			}
-			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	return pw.Close()
 }
 
 // extraSchema infers extra_info's struct from the values.
-func extraSchema(rows []Row) parquet.Group {
+func extraSchema(rows iter.Seq[Row]) parquet.Group {
 	kinds := map[string]string{}
-	for _, r := range rows {
+	for r := range rows {
 		for k, v := range r.ExtraInfo {
 			kinds[k] = joinKind(kinds[k], kindOf(v))
 		}
@@ -129,7 +152,7 @@ func joinKind(a, b string) string {
 
 // rowMap lays a row out for the writer. Leaf values are pointers: parquet-go writes a zero value
 // in an optional column as null, and index 0, false or "" must survive the round trip.
-func rowMap(r *Row, extra parquet.Group) map[string]any {
+func rowMap(r *Row, extra parquet.Group) (map[string]any, error) {
 	prompt := make([]any, len(r.Prompt))
 	for i, m := range r.Prompt {
 		prompt[i] = map[string]any{"content": ptr(m.Content), "role": ptr(m.Role)}
@@ -141,12 +164,16 @@ func rowMap(r *Row, extra parquet.Group) map[string]any {
 		"reward_model": map[string]any{"ground_truth": ptr(r.RewardModel.GroundTruth), "style": ptr(r.RewardModel.Style)},
 	}
 	if len(extra) > 0 {
-		m["extra_info"] = extraValues(r.ExtraInfo, extra)
+		x, err := extraValues(r.ExtraInfo, extra)
+		if err != nil {
+			return nil, err
+		}
+		m["extra_info"] = x
 	}
-	return m
+	return m, nil
 }
 
-func extraValues(in map[string]any, schema parquet.Group) map[string]any {
+func extraValues(in map[string]any, schema parquet.Group) (map[string]any, error) {
 	out := map[string]any{}
 	for k, node := range schema {
 		v, ok := in[k]
@@ -166,12 +193,15 @@ func extraValues(in map[string]any, schema parquet.Group) map[string]any {
 			if s, ok := v.(string); ok {
 				out[k] = ptr(s)
 			} else {
-				b, _ := json.Marshal(v)
+				b, err := json.Marshal(v)
+				if err != nil {
+					return nil, fmt.Errorf("extra_info.%s: %w", k, err)
+				}
 				out[k] = ptr(string(b))
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func contentPage(t *testing.T, codec compress.Codec, content string) ([]byte, in
 	t.Helper()
 	var buf bytes.Buffer
 	rows := []Row{{Prompt: []Message{{Role: "user", Content: content}}}}
-	if err := encodeParquet(&buf, rows, parquet.Compression(codec)); err != nil {
+	if err := encodeParquet(&buf, slices.Values(rows), parquet.Compression(codec)); err != nil {
 		t.Fatal(err)
 	}
 	b := buf.Bytes()

@@ -213,3 +213,55 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// File is a file being written beside its destination, for contents too large to hold: write
+// to it, then Commit; Discard (deferred) removes it unless it was committed. Until Commit the
+// destination keeps its old contents, whatever happens to the writer (a full disk, a crash).
+type File struct {
+	*os.File
+	dst  string
+	done bool
+}
+
+// Create starts writing the file path: it sweeps the temporaries dead writers left beside path
+// (Sweep) and creates a fresh temporary for this process.
+func Create(path string, perm fs.FileMode) (*File, error) {
+	path = filepath.Clean(path)
+	if err := Sweep(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(tempName(path, "staged"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return nil, fmt.Errorf("staged: writing %s: %w", path, err)
+	}
+	return &File{File: f, dst: path}, nil
+}
+
+// Commit syncs and closes the file, renames it onto the destination and syncs the directory.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("staged: %s: already committed", f.dst)
+	}
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), f.dst)
+	}
+	if err != nil {
+		f.Discard()
+		return fmt.Errorf("staged: writing %s: %w", f.dst, err)
+	}
+	f.done = true
+	return syncDir(filepath.Dir(f.dst))
+}
+
+// Discard removes the temporary file unless it was committed (safe to defer).
+func (f *File) Discard() {
+	if !f.done {
+		f.Close()
+		os.Remove(f.Name())
+		f.done = true
+	}
+}
