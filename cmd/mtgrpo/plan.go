@@ -198,21 +198,23 @@ func writePlan(w io.Writer, r memplan.Run, stages bool) error {
 }
 
 // checkMemory refuses a CUDA run that the memory model says cannot fit its devices, with the
-// figures (a usage error: exit status 2). Device memory comes from deviceMemory; a device whose
-// memory is unknown is not checked.
+// figures (a usage error: exit status 2). Device memory comes from deviceMemory; against a device
+// whose memory is unknown only a plan beyond what any device holds (memplan.Beyond) is refused.
 func checkMemory(cmd string, cfg *config.Config, dir string, world int) error {
 	if dev, err := torch.ParseDevice(cfg.Device); err != nil || !dev.IsCUDA() {
 		return nil
 	}
 	device, _ := deviceMemory("", cfg.Device)
-	if device == 0 {
-		fmt.Fprintf(os.Stderr, "mtgrpo %s: device memory unknown (no nvidia-smi): the memory plan is not checked\n", cmd)
-		return nil
+	if err := checkPlan(cmd, cfg, dir, world, device); err != nil {
+		return err // with the device's memory unknown, a plan beyond what any device holds
 	}
-	return checkPlan(cmd, cfg, dir, world, device)
+	if device == 0 {
+		fmt.Fprintf(os.Stderr, "mtgrpo %s: device memory unknown (no nvidia-smi): the memory plan is not checked against it\n", cmd)
+	}
+	return nil
 }
 
-// checkPlan is checkMemory's verdict for device bytes of device memory.
+// checkPlan is checkMemory's verdict for device bytes of device memory (0: unknown).
 func checkPlan(cmd string, cfg *config.Config, dir string, world int, device int64) error {
 	r, err := planRun(cfg, dir, world, device)
 	if err != nil {

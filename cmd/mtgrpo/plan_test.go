@@ -103,3 +103,29 @@ func TestDistributedDocStageTable(t *testing.T) {
 		}
 	}
 }
+
+// A run at the supported maxima (init widths at the loader's bounds, a micro-batch and a KV cache
+// at the configuration's) needs more bytes than an int64 holds: plan says "> 8 EiB" and "NO" on
+// every stage rather than a wrapped size that fits, and train's check refuses it even where the
+// device's memory is unknown (a usage error naming the categories).
+func TestPlanBeyond(t *testing.T) {
+	cfg := planConfig(t, "device=cuda", "init.hidden_size=65536", "init.intermediate_size=1048576", "init.num_hidden_layers=1024",
+		"init.num_attention_heads=1024", "init.num_key_value_heads=1024", "init.head_dim=1024",
+		"update.micro_tokens=68719476736", "update.gradient_checkpointing=true", "rollout.slots=4096", "rollout.max_len=16777216")
+	r, err := planRun(cfg, "", 8, 80e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writePlan(&b, r, true); err != nil {
+		t.Fatal(err)
+	}
+	last := b.String()[strings.LastIndex(strings.TrimSpace(b.String()), "\n")+1:]
+	if !strings.Contains(b.String(), "> 8 EiB") || strings.Count(last, "NO") != 4 {
+		t.Errorf("plan:\n%s", b.String())
+	}
+	err = checkPlan("train", cfg, "", 8, 0)
+	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "needs more than 8 EiB at its peak (KV cache;") {
+		t.Errorf("train's check, device memory unknown: %v", err)
+	}
+}

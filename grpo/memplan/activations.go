@@ -20,10 +20,10 @@ package memplan
 // layer at a time is recomputed: T·d·(L·h + A + 2h).
 func activations(m Model, d, tokens int64) (plain, ckpt int64) {
 	h, i := int64(m.Hidden), int64(m.Intermediate)
-	q, kv := int64(m.Heads)*int64(m.HeadDim), int64(m.KVHeads)*int64(m.HeadDim)
-	a := 4*h + 3*q + 4*kv + 4*i
+	q, kv := mul(int64(m.Heads), int64(m.HeadDim)), mul(int64(m.KVHeads), int64(m.HeadDim))
+	a := add(mul(4, h), mul(3, q), mul(4, kv), mul(4, i))
 	l := int64(m.Layers)
-	return tokens * d * (l*a + 2*h), tokens * d * (l*h + a + 2*h)
+	return mul(tokens, d, add(mul(l, a), mul(2, h))), mul(tokens, d, add(mul(l, h), a, mul(2, h)))
 }
 
 // logits is the largest float32 [rows, vocab] tensor of the head in a pass of tokens tokens, and
@@ -36,9 +36,9 @@ func logits(m Model, tokens, budget int64) (bytes, copies int64) {
 		budget = DefaultHeadBudget
 	}
 	v := int64(m.Vocab)
-	if budget > 0 && tokens*v*4 <= budget {
-		return tokens * v * 4, 3
+	if whole := mul(tokens, v, 4); budget > 0 && whole <= budget {
+		return whole, 3
 	}
 	rows := min(tokens, max(1, headChunkBytes/v))
-	return rows * v * 4, 3
+	return mul(rows, v, 4), 3
 }

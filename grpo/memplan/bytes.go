@@ -35,13 +35,17 @@ func ParseBytes(s string) (int64, error) {
 	return int64(v * scale), nil
 }
 
-// FormatBytes writes a size in binary units with three significant digits (1.50 GiB, 640 MiB).
+// FormatBytes writes a size in binary units with three significant digits (1.50 GiB, 640 MiB);
+// Beyond is "> 8 EiB".
 func FormatBytes(n int64) string {
+	if n == Beyond {
+		return "> 8 EiB"
+	}
 	if n < 1<<10 {
 		return fmt.Sprintf("%d B", n)
 	}
 	v, unit := float64(n), "B"
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
 		if v < 1<<10 {
 			break
 		}

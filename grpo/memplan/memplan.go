@@ -2,6 +2,7 @@ package memplan
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Stage is a ZeRO stage (Rajbhandari et al., arXiv 1910.02054).
@@ -105,17 +106,17 @@ type Plan struct {
 
 // Persistent is the sum of what is held all run.
 func (p Plan) Persistent() int64 {
-	return p.Weights + p.Grads + p.Masters + p.Moments + p.Comm + p.Reference + p.Critic + p.KVCache
+	return add(p.Weights, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache)
 }
 
 // TrainPeak is the most a rank holds while training: the persistent part, a pass's activations
 // and the head's logits.
 func (p Plan) TrainPeak() int64 {
-	return p.Persistent() + p.Activations + p.LogitsCopies*p.Logits + p.Gathered
+	return add(p.Persistent(), p.Activations, mul(p.LogitsCopies, p.Logits), p.Gathered)
 }
 
 // RolloutPeak is the most a rank holds while generating (ZeRO-3 gathers a whole copy for it).
-func (p Plan) RolloutPeak() int64 { return p.Persistent() + p.GatheredForRollout }
+func (p Plan) RolloutPeak() int64 { return add(p.Persistent(), p.GatheredForRollout) }
 
 // Peak is the larger of the two phases.
 func (p Plan) Peak() int64 { return max(p.TrainPeak(), p.RolloutPeak()) }
@@ -123,12 +124,21 @@ func (p Plan) Peak() int64 { return max(p.TrainPeak(), p.RolloutPeak()) }
 // Usable is the part of the device a plan may fill (Headroom left free); 0 when unknown.
 func (p Plan) Usable() int64 { return int64(float64(p.Run.Device) * (1 - Headroom)) }
 
-// Fits reports whether Peak fits Usable; true when the device's memory is unknown.
-func (p Plan) Fits() bool { return p.Run.Device == 0 || p.Peak() <= p.Usable() }
+// Fits reports whether Peak fits Usable; true when the device's memory is unknown, unless the
+// peak is Beyond (no device has it).
+func (p Plan) Fits() bool {
+	if p.Peak() == Beyond {
+		return false
+	}
+	return p.Run.Device == 0 || p.Peak() <= p.Usable()
+}
 
 // Check is nil when the run can go ahead: a plan that fits.
 func (p Plan) Check() error {
 	switch {
+	case p.Peak() == Beyond:
+		return fmt.Errorf("rank %d needs more than 8 EiB at its peak (%s): no device holds it",
+			p.Rank, strings.Join(p.beyond(), "; "))
 	case !p.Fits():
 		return fmt.Errorf("rank %d needs %s at its peak but %s of the device's %s are usable (%.0f%% left free)",
 			p.Rank, FormatBytes(p.Peak()), FormatBytes(p.Usable()), FormatBytes(p.Run.Device), Headroom*100)
@@ -149,8 +159,25 @@ func (r Run) Validate() error {
 		return fmt.Errorf("memplan: world size %d, want >= 1", r.World)
 	case r.Stage < StageDP || r.Stage > StageZeRO3:
 		return fmt.Errorf("memplan: ZeRO stage %d, want 0 to 3", int(r.Stage))
-	case r.MicroTokens < 0 || r.Slots < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0:
+	case r.MicroTokens < 0 || r.Slots < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0 || r.WireBytes < 0:
 		return fmt.Errorf("memplan: negative setting in %+v", r)
+	case m.Params < add(m.outerParams(), int64(m.Layers)):
+		return fmt.Errorf("memplan: model shape %+v: %d parameters leave none for the layers (the embedding and the final norm alone hold %d)",
+			m, m.Params, m.outerParams())
 	}
 	return nil
+}
+
+// beyond names the categories whose bytes are Beyond.
+func (p Plan) beyond() []string {
+	var out []string
+	for _, r := range rows {
+		if r.bytes(p) == Beyond && !strings.HasPrefix(r.label, "=") {
+			out = append(out, r.label)
+		}
+	}
+	if len(out) == 0 { // only a sum passes it
+		out = append(out, "the categories' sum")
+	}
+	return out
 }

@@ -51,50 +51,50 @@ func Predict(r Run, rank int) (Plan, error) {
 	P := m.Params
 	switch stage {
 	case StageDP:
-		p.Weights, p.Grads, p.Moments = P*d, P*d, 2*P*4
+		p.Weights, p.Grads, p.Moments = mul(P, d), mul(P, d), mul(2, P, 4)
 		if d < 4 {
-			p.Masters = P * 4
+			p.Masters = mul(P, 4)
 		}
 		if w > 1 {
-			p.Comm = P * r.WireBytes
+			p.Comm = mul(P, r.WireBytes)
 		}
 	case StageZeRO1:
-		s := (P + w - 1) / w
-		mine := min(max(P-int64(rank)*s, 0), s)
+		s := ceilDiv(P, w)
+		mine := min(max(P-int64(rank)*s, 0), s) // rank·s ≤ P + s: no overflow
 		chunk := max(1, min(s, r.BucketBytes/4/w))
-		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, P*d+s*4, s*4, 2*mine*4, w*chunk*4
-		p.GradsInFlight = P * d
+		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = mul(P, d), add(mul(P, d), mul(s, 4)), mul(s, 4), mul(2, mine, 4), mul(w, chunk, 4)
+		p.GradsInFlight = mul(P, d)
 	default:
 		var shards, mine, chunk, most int64 = 0, 0, 1, 1
 		us := m.units()
 		for k, u := range us {
-			s := (u + w - 1) / w
-			shards, mine = shards+s, mine+min(max(u-int64(rank)*s, 0), s)
+			s := ceilDiv(u, w)
+			shards, mine = add(shards, s), add(mine, min(max(u-int64(rank)*s, 0), s))
 			chunk = max(chunk, min(s, r.BucketBytes/4/w))
 			if k > 0 && k < len(us)-1 { // a layer: the prefetch buffer holds the largest
 				most = max(most, s)
 			}
 		}
 		ckpt := r.Checkpointing || stage == StageZeRO3 // stage 3 runs only with checkpointing
-		p.GradsInFlight = m.unitsInFlight(ckpt) * d
-		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = P*d, shards*4+p.GradsInFlight, shards*4, 2*mine*4, w*chunk*4
+		p.GradsInFlight = mul(m.unitsInFlight(ckpt), d)
+		p.Weights, p.Grads, p.Masters, p.Moments, p.Comm = mul(P, d), add(mul(shards, 4), p.GradsInFlight), mul(shards, 4), mul(2, mine, 4), mul(w, chunk, 4)
 		if stage == StageZeRO3 {
 			p.Weights = 0
 			if d < 4 {
-				p.Comm += w * chunk * d // the gathers' buffer in the weights' dtype
+				p.Comm = add(p.Comm, mul(w, chunk, d)) // the gathers' buffer in the weights' dtype
 			}
-			p.Comm += (w + 1) * most * d // the prefetch's buffers: the largest layer gathered, a shard cast
+			p.Comm = add(p.Comm, mul(w+1, most, d)) // the prefetch's buffers: the largest layer gathered, a shard cast
 			p.Gathered = p.GradsInFlight
-			p.GatheredForRollout = P * d
+			p.GatheredForRollout = mul(P, d)
 		}
 	}
 	if r.Reference {
-		p.Reference = P * d
+		p.Reference = mul(P, d)
 	}
 	if r.Critic {
 		p.Critic = criticBytes(m, d, r.WireBytes, w)
 	}
-	p.KVCache = 2 * int64(m.Layers) * int64(r.Slots) * int64(m.KVHeads) * int64(r.MaxLen) * int64(m.HeadDim) * d
+	p.KVCache = mul(2, int64(m.Layers), int64(r.Slots), int64(m.KVHeads), int64(r.MaxLen), int64(m.HeadDim), d)
 	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))
 	p.Activations = p.ActivationsPlain
 	if r.Checkpointing {
@@ -109,12 +109,12 @@ func Predict(r Run, rank int) (Plan, error) {
 // float32 moments, and gradient buckets when data parallel.
 func criticBytes(m Model, d, wire, world int64) int64 {
 	P, head := m.Params, int64(m.Hidden)+1
-	b := 2*(P*d+head*4) + 2*(P+head)*4
+	b := add(mul(2, add(mul(P, d), mul(head, 4))), mul(2, add(P, head), 4))
 	if d < 4 {
-		b += P * 4
+		b = add(b, mul(P, 4))
 	}
 	if world > 1 {
-		b += P*wire + head*4
+		b = add(b, mul(P, wire), mul(head, 4))
 	}
 	return b
 }
@@ -122,10 +122,10 @@ func criticBytes(m Model, d, wire, world int64) int64 {
 // units is the size of each of model.Model.Units: the embedding (with a tied head), the layers,
 // the final norm and an untied head.
 func (m Model) units() []int64 {
-	embed := int64(m.Vocab) * int64(m.Hidden)
+	embed := mul(int64(m.Vocab), int64(m.Hidden))
 	last := int64(m.Hidden)
 	if !m.Tied {
-		last += embed
+		last = add(last, embed)
 	}
 	us := []int64{embed}
 	for range m.Layers {
@@ -143,10 +143,10 @@ func (m Model) unitsInFlight(checkpointing bool) int64 {
 	us := m.units()
 	embed, last := us[0], us[len(us)-1]
 	if !checkpointing {
-		return m.Params - last
+		return m.Params - last // last ≤ Params (Validate)
 	}
 	if m.Tied {
-		return embed + max(last, m.layerParams())
+		return add(embed, max(last, m.layerParams()))
 	}
 	return max(embed, last, m.layerParams())
 }
@@ -154,9 +154,16 @@ func (m Model) unitsInFlight(checkpointing bool) int64 {
 // layerParams is one decoder layer's weights: the model's without the embedding, an untied
 // head and the final norm, over the layers.
 func (m Model) layerParams() int64 {
-	outer := int64(m.Vocab)*int64(m.Hidden) + int64(m.Hidden)
+	return (m.Params - m.outerParams()) / int64(m.Layers)
+}
+
+// outerParams are the weights outside the layers: the embedding, an untied head and the final
+// norm.
+func (m Model) outerParams() int64 {
+	embed := mul(int64(m.Vocab), int64(m.Hidden))
+	outer := add(embed, int64(m.Hidden))
 	if !m.Tied {
-		outer += int64(m.Vocab) * int64(m.Hidden)
+		outer = add(outer, embed)
 	}
-	return (m.Params - outer) / int64(m.Layers)
+	return outer
 }

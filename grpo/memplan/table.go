@@ -57,10 +57,10 @@ func WriteTable(w io.Writer, heads []string, plans []Plan) error {
 // verdict is a plan's one-word answer: "yes", "NO" or "?" (the device's memory unknown).
 func verdict(p Plan) string {
 	switch {
+	case p.Peak() == Beyond || p.Run.Device != 0 && !p.Fits():
+		return "NO"
 	case p.Run.Device == 0:
 		return "?"
-	case !p.Fits():
-		return "NO"
 	}
 	return "yes"
 }
