@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/inputs"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/launch"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	"github.com/mtgrpo/mtgrpo/env/data"
@@ -92,11 +93,18 @@ func checkDataFiles(cmd string, cfg *config.Config, train bool) error {
 		if f.key == "data.ground_truth_file" {
 			continue
 		}
-		// Rows of another environment's tasks are a configuration mistake: said here, before any
-		// work. A file that does not read is left to the run, which names the row.
-		if rows, _, err := data.Read(f.path, data.Options{SkipInvalid: cfg.Data.SkipInvalid}); err == nil {
+		// Rows of another environment's tasks, or more validation tasks than an evaluation may
+		// play, are configuration mistakes: said here, before any work. A file that does not read
+		// is left to the run, which names the row. The run gets this reading (package inputs): a
+		// FIFO is read once.
+		if rows, _, err := inputs.Rows(f.path, data.Options{SkipInvalid: cfg.Data.SkipInvalid}); err == nil {
 			if err := cfg.CheckRows(f.path, rows); err != nil {
 				return usagef("%s: %v", cmd, err)
+			}
+			if f.key == "data.val" {
+				if err := cfg.CheckEvalSize(len(rows), fmt.Sprintf("the %d rows of data.val %s", len(rows), f.path)); err != nil {
+					return usagef("%s: %v", cmd, err)
+				}
 			}
 		}
 	}

@@ -73,6 +73,10 @@ func TestTrainEvalExportBadInput(t *testing.T) {
 	os.WriteFile(wrongType, []byte("optim:\n  lr: fast\n"), 0o644)
 	broken := filepath.Join(dir, "broken.yaml")
 	os.WriteFile(broken, []byte("rollout: [\n"), 0o644)
+	twoRows := filepath.Join(dir, "val.jsonl")
+	if err := run([]string{"data", "gen", "--task", "calc_mult", "--n", "2", "--out", twoRows}); err != nil {
+		t.Fatal(err)
+	}
 	run1 := func(extra ...string) []string {
 		return append([]string{"train", "--model", model, "--run-dir", filepath.Join(t.TempDir(), "r"), "--steps", "1"}, extra...)
 	}
@@ -104,6 +108,10 @@ func TestTrainEvalExportBadInput(t *testing.T) {
 		{[]string{"eval", "--model", model, "--samples", "0"}, []string{"--samples", "eval.samples", "at least 1"}, true},
 		{[]string{"eval", "--model", filepath.Join(dir, "none")}, []string{"model", "no such directory"}, true},
 		{[]string{"eval", "--model", model, "--val-data", filepath.Join(dir, "none.jsonl")}, []string{"data.val", "none.jsonl"}, true},
+		// A file's tasks × samples are bounded as generated tasks' are: 2 × 2^20 > 2^20.
+		{[]string{"eval", "--model", model, "--val-data", twoRows, "--samples", "1048576"},
+			[]string{"--samples: eval.samples: the 2 rows of data.val " + twoRows + " × eval.samples 1048576 trajectories per evaluation: must be at most 1048576"}, true},
+		{run1("--val-data", twoRows, "--set", "eval.samples=1048576"), []string{"the 2 rows of data.val"}, true},
 		{[]string{"export"}, []string{"want one checkpoint or run directory, got 0"}, true},
 		{[]string{"export", dir}, []string{"--out is required"}, true},
 		{[]string{"export", dir, "--out", filepath.Join(dir, "o"), "--dtype", "int8"}, []string{`--dtype "int8"`}, true},

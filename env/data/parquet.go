@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Parquet in the layout pandas / pyarrow write for verl's GSM8K preprocess:
@@ -240,6 +243,15 @@ func ReadParquet(path string, opt Options) (rows []Row, st Stats, err error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, st, err
+	}
+	if !info.Mode().IsRegular() {
+		// A pipe, FIFO or <(...) has no size and no random access, which parquet needs (its
+		// footer is at the end): it is read whole, under MaxBytes, and decoded from memory.
+		b, err := bounded.Read(f, path, opt.withDefaults().MaxBytes)
+		if err != nil {
+			return nil, st, err
+		}
+		return DecodeParquet(bytes.NewReader(b), int64(len(b)), path, opt)
 	}
 	return DecodeParquet(f, info.Size(), path, opt)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -80,5 +81,30 @@ func TestParquetWriteBounded(t *testing.T) {
 	}
 	if n, rows := len(pf.RowGroups()), pf.NumRows(); n != 12 || rows != 12_000 {
 		t.Errorf("%d row groups of %d rows, want 12 of 12,000", n, rows)
+	}
+}
+
+// A parquet file given through a FIFO (bash's <(...)) reads: parquet needs random access, so a
+// file that is no regular file is read whole first (under Options.MaxBytes).
+func TestParquetFromFIFO(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rows.parquet")
+	if err := Write(path, sampleRows()); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	fifo := filepath.Join(dir, "fifo.parquet")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Write(b)
+			f.Close()
+		}
+	}()
+	rows, _, err := Read(fifo, Options{})
+	if err != nil || len(rows) != 2 || rows[1].DataSource != "countdown" {
+		t.Errorf("%d rows, %v", len(rows), err)
 	}
 }

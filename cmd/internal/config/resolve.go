@@ -83,23 +83,29 @@ func ResolveUnchecked(s Sources) (*Config, error) {
 			files = strings.Split(v, ",")
 		}
 	}
+	// Each file is read once, for its preset and its settings alike: a --config given through a
+	// pipe or process substitution (<(...), /dev/stdin) has one reading.
+	var errs []error
+	docs := append([]Doc(nil), s.Docs...)
+	for _, f := range files {
+		f = strings.TrimSpace(f)
+		b, err := bounded.ReadFile(f, bounded.Small)
+		if err != nil {
+			errs = append(errs, &Error{Where: f, Err: errors.Unwrap(err)})
+			continue
+		}
+		docs = append(docs, Doc{Name: f, Data: b})
+	}
 	c := s.Base
 	if c == nil {
-		name, where, err := presetOf(s, files)
-		if err != nil {
-			return nil, err
-		}
+		name, where := presetOf(s, docs)
 		c = Defaults()
 		if err := applyPreset(c, name); err != nil {
-			return nil, &Error{Where: where, Key: "preset", Err: err}
+			return nil, joinErrors(append(errs, &Error{Where: where, Key: "preset", Err: err}))
 		}
 	}
-	var errs []error
-	for _, d := range s.Docs {
+	for _, d := range docs {
 		errs = append(errs, c.loadYAML(d.Name, d.Data))
-	}
-	for _, f := range files {
-		errs = append(errs, c.LoadFile(strings.TrimSpace(f)))
 	}
 	errs = append(errs, c.applyEnv(s.LookupEnv))
 	for _, o := range s.Overrides {
@@ -114,32 +120,24 @@ func ResolveUnchecked(s Sources) (*Config, error) {
 	return c, nil
 }
 
-// presetOf picks the preset and says where from: --preset, $PRESET, the first file that names
-// one, general.
-func presetOf(s Sources, files []string) (name, where string, err error) {
+// presetOf picks the preset and says where from: --preset, $PRESET, the first document (the
+// in-memory ones, then the files) that names one, general.
+func presetOf(s Sources, docs []Doc) (name, where string) {
 	if s.Preset != "" {
-		return s.Preset, "--preset", nil
+		return s.Preset, "--preset"
 	}
 	if v, ok := s.LookupEnv("PRESET"); ok && v != "" {
-		return v, "$PRESET", nil
-	}
-	docs := s.Docs
-	for _, f := range files {
-		b, err := bounded.ReadFile(strings.TrimSpace(f), bounded.Small)
-		if err != nil {
-			return "", "", &Error{Where: f, Err: errors.Unwrap(err)}
-		}
-		docs = append(docs, Doc{Name: f, Data: b})
+		return v, "$PRESET"
 	}
 	for _, d := range docs {
 		var top struct {
 			Preset string `yaml:"preset"`
 		}
 		if yaml.Unmarshal(d.Data, &top) == nil && top.Preset != "" {
-			return top.Preset, d.Name, nil
+			return top.Preset, d.Name
 		}
 	}
-	return PresetGeneral, "default", nil
+	return PresetGeneral, "default"
 }
 
 // Set sets a key given as text (a flag, a variable, --set), native or foreign (docs/config.md);

@@ -185,9 +185,10 @@ func (c *Config) validateLoop() error {
 		size{"dapo.overlong_len", c.DAPO.OverlongLen, noLeast, maxTokens}); err != nil {
 		return err
 	}
-	if _, ok := product(c.Data.ValSize, e.Samples, maxTrajectories); c.Data.Val == "" && !ok {
-		return c.bad("eval.samples", "data.val_size %d × eval.samples %d trajectories per evaluation: must be at most %d",
-			c.Data.ValSize, e.Samples, maxTrajectories)
+	if c.Data.Val == "" {
+		if err := c.CheckEvalSize(c.Data.ValSize, fmt.Sprintf("data.val_size %d", c.Data.ValSize)); err != nil {
+			return err
+		}
 	}
 	if t.Steps == 0 {
 		if err := c.sizes(size{"train.epochs", t.Epochs, 1, maxCount}); err != nil {
@@ -255,4 +256,15 @@ func (c *Config) validateExternal() error {
 		where = []string{c.Origin("env.name")}
 	}
 	return &Error{Where: strings.Join(where, ", "), Err: errors.Join(err)}
+}
+
+// CheckEvalSize bounds an evaluation as every size is bounded: tasks × eval.samples trajectories,
+// the tasks being data.val_size generated ones, or the rows of the data.val file once it is read
+// (what names them with their number).
+func (c *Config) CheckEvalSize(tasks int, what string) error {
+	if _, ok := product(tasks, c.Eval.Samples, maxTrajectories); !ok {
+		return c.bad("eval.samples", "%s × eval.samples %d trajectories per evaluation: must be at most %d",
+			what, c.Eval.Samples, maxTrajectories)
+	}
+	return nil
 }

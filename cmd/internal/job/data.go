@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/inputs"
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/data"
 )
@@ -30,12 +31,17 @@ func loadTasks(path string, n int, seed int64, c *config.Config, e *env.Environm
 		}
 		return env.TasksFromRows(rows), "", nil
 	}
-	rows, st, err := data.Read(path, data.Options{SkipInvalid: c.Data.SkipInvalid})
+	rows, st, err := inputs.Rows(path, data.Options{SkipInvalid: c.Data.SkipInvalid})
 	if err != nil {
 		return nil, "", err
 	}
 	if err := c.CheckRows(path, rows); err != nil {
 		return nil, "", err
+	}
+	if path == c.Data.Val {
+		if err := c.CheckEvalSize(len(rows), fmt.Sprintf("the %d rows of data.val %s", len(rows), path)); err != nil {
+			return nil, "", err
+		}
 	}
 	if st.Skipped > 0 {
 		note = fmt.Sprintf("%s: %d malformed rows skipped (the first: %v)", path, st.Skipped, &st.Errors[0])
@@ -64,6 +70,7 @@ func loadDatasets(c *config.Config, e *env.Environment) (*datasets, error) {
 	if d.val, err = d.load(c.Data.Val, c.Data.ValSize, seed^valSeedSalt, c, e); err != nil {
 		return nil, fmt.Errorf("validation data: %w", err)
 	}
+	inputs.Release() // the tasks are built: the rows read need not be kept
 	if c.Data.Val == "" {
 		d.val = heldOut(d.val, d.train)
 		if len(d.val) == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/inputs"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/env"
@@ -89,6 +90,7 @@ func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajecto
 	}
 	defer ext.Close()
 	tasks, _, err := loadTasks(c.Data.Val, c.Data.ValSize, int64(c.Seed)^valSeedSalt, c, envs)
+	inputs.Release()
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation data: %w", err)
 	}
