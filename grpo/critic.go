@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -19,7 +20,7 @@ type Critic struct {
 	// first update the bias is set to that batch's mean return (initBias).
 	Head, Bias *torch.Tensor
 
-	opt   *wholeAdamW
+	opt   *shard.Optimizer
 	scope *torch.Scope
 }
 
@@ -58,15 +59,15 @@ func (c *Critic) Close() {
 	c.scope.Close()
 }
 
-// start makes the critic's optimizer (once); with d, its gradients are summed across the training
-// ranks.
-func (c *Critic) start(lr float64, o OptimConfig, d *Dist) error {
+// start makes the critic's optimizer (once), clipping at cfg.Critic.MaxGradNorm; with d, its
+// gradients are summed across the training ranks.
+func (c *Critic) start(cfg Config, d *Dist) error {
 	if c.opt != nil {
 		return nil
 	}
 	c.Model.SetTrainable(true)
 	var err error
-	if c.opt, err = newWholeAdamW(c.Parameters(), lr, o, d); err != nil {
+	if c.opt, err = d.newOptimizer(c.Parameters(), shard.Units{}, cfg.Optim, cfg.Critic.MaxGradNorm, false); err != nil {
 		return fmt.Errorf("grpo: critic optimizer: %w", err)
 	}
 	return nil
@@ -119,36 +120,29 @@ func (c *Critic) values(samples []*sample, budget int) error {
 }
 
 // updateCritic trains the critic on the returns: the clipped value loss, aggregated like the policy
-// loss, one optimizer step per mini-batch and epoch (a non-finite gradient norm skips it). The
-// first update starts from the batch's mean return (initBias).
+// loss, one optimizer step per mini-batch and epoch at the critic's constant learning rate (a
+// non-finite gradient norm skips it). The first update starts from the batch's mean return
+// (initBias).
 func (t *Trainer) updateCritic(samples []*sample, m Metrics) error {
 	c := t.ms.Critic
 	criticStats(samples, m)
-	if c.opt.Steps() == 0 && c.opt.Skipped() == 0 {
+	if c.opt.Steps() == 0 {
 		if err := c.initBias(samples); err != nil {
 			return err
 		}
 	}
-	return t.passes(samples, rngCritic, m, c.opt, valueLayout, func(micro []*sample, _ int, acc *statAcc) error {
-		return t.criticMicro(micro, acc)
-	}, func() error {
-		var norm float64
-		if err := inCollective(t.dist.trainGroup(), "summing the critic's gradients", func() {
-			norm = c.opt.ClipGradNorm(clipNorm(t.cfg.Critic.MaxGradNorm))
-			if !math.IsNaN(norm) && !math.IsInf(norm, 0) {
-				c.opt.Step(t.cfg.CriticLR())
+	return t.fit(c.opt, samples, rngCritic, valueLayout, m,
+		func(micro []*sample, _ int, fo model.ForwardOptions, acc *statAcc) error {
+			return t.criticMicro(micro, fo, acc)
+		}, func(norm float64) error {
+			lr := t.cfg.CriticLR()
+			m["critic/grad_norm"], m["critic/lr"] = norm, lr
+			stepped, err := c.opt.Step(lr)
+			if err == nil && !stepped {
+				m["critic/skipped_steps"]++
 			}
-		}); err != nil {
-			return fmt.Errorf("grpo: step %d: %w", t.iter, err)
-		}
-		m["critic/grad_norm"] = norm
-		m["critic/lr"] = t.cfg.CriticLR()
-		if math.IsNaN(norm) || math.IsInf(norm, 0) {
-			c.opt.Skip()
-			m["critic/skipped_steps"]++
-		}
-		return nil
-	})
+			return err
+		})
 }
 
 // initBias sets the value head's bias, before the critic's first update, to the mean return over
@@ -209,8 +203,9 @@ func criticStats(samples []*sample, m Metrics) {
 	}
 }
 
-// criticMicro backpropagates one micro-batch's value loss.
-func (t *Trainer) criticMicro(micro []*sample, acc *statAcc) error {
+// criticMicro backpropagates one micro-batch's value loss, its pass run with fo (the optimizer's
+// hooks).
+func (t *Trainer) criticMicro(micro []*sample, fo model.ForwardOptions, acc *statAcc) error {
 	c := t.ms.Critic
 	b, err := batchOf(micro)
 	if err != nil {
@@ -219,9 +214,10 @@ func (t *Trainer) criticMicro(micro []*sample, acc *statAcc) error {
 	return torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		p, err := c.Model.Train(b, model.ForwardOptions{Hidden: true, Checkpoint: t.cfg.Update.Checkpoint})
+		fo.Hidden, fo.Checkpoint = true, t.cfg.Update.Checkpoint
+		p, err := c.Model.Train(b, fo)
 		if err != nil {
-			return fmt.Errorf("grpo: critic pass: %w", err)
+			return fmt.Errorf("critic pass: %w", err)
 		}
 		dev := p.Hidden.Device()
 		get := func(f func(*sample) []float32) *torch.Tensor { return perToken(b, micro, dev, f) }
@@ -235,10 +231,10 @@ func (t *Trainer) criticMicro(micro []*sample, acc *statAcc) error {
 			Mask:    get(maskOf),
 		})
 		if err != nil {
-			return fmt.Errorf("grpo: value loss: %w", err)
+			return fmt.Errorf("value loss: %w", err)
 		}
 		if err := p.Backward(loss); err != nil {
-			return fmt.Errorf("grpo: critic backward: %w", err)
+			return fmt.Errorf("critic backward: %w", err)
 		}
 		acc.add(st)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -33,8 +34,8 @@ import (
 //     gradient; only the order of additions differs (float rounding).
 //   - Loss statistics are summed (maxima maxed) across ranks before they are read.
 //   - With ZeRO-1, -2 or -3 (DistConfig.Stage) each rank keeps a 1/N shard of the float32
-//     masters and AdamW moments (dist_zero.go), at stage 2 and 3 of the gradients, at stage 3 of
-//     the weights during the update (dist_zero3.go).
+//     masters and AdamW moments, at stage 2 and 3 of the gradients, at stage 3 of the weights
+//     during the update (the policy's optimizer: package grpo/shard).
 //   - With rollout ahead (DistConfig.RolloutRanks) some ranks only generate, one batch ahead of
 //     the ranks that train (dist_ahead.go).
 //
@@ -46,11 +47,11 @@ type DistConfig struct {
 	// Stage is the ZeRO stage of the policy's training. StageZeRO1 shards the optimizer state
 	// (float32 master weights and AdamW moments) across the training ranks: gradients are
 	// reduce-scattered at the end of each mini-batch, each rank updates its shard, the weights are
-	// all-gathered (dist_zero.go). StageZeRO2 also shards the gradients: they are reduce-scattered
+	// all-gathered (grpo/shard). StageZeRO2 also shards the gradients: they are reduce-scattered
 	// after every backward pass into the float32 shard, never accumulated whole across
 	// micro-batches. StageZeRO3 also shards the weights in the update: a unit's are gathered
 	// for its forward and again for its (checkpointed) backward, the whole policy for generation
-	// (dist_zero3.go).
+	// (grpo/shard).
 	Stage memplan.Stage
 	// BucketBytes is the size of a gradient bucket (0: torch.DefaultBucketBytes, DDP's 25 MB).
 	BucketBytes int64
@@ -206,7 +207,7 @@ func (d *Dist) broadcastWeights(ms Models) error {
 	if d == nil {
 		return nil
 	}
-	err := inCollective(d.pg, "broadcasting rank 0's weights", func() {
+	err := torch.Collective(d.pg, "broadcasting rank 0's weights", func() {
 		d.pg.BroadcastAll(ms.Policy.ParameterTensors(), 0)
 		if ms.Critic != nil && d.train != nil {
 			d.train.BroadcastAll(ms.Critic.tensors(), 0)
@@ -218,13 +219,18 @@ func (d *Dist) broadcastWeights(ms Models) error {
 	return nil
 }
 
-// newOptimizer makes the policy's optimizer: whole (with gradient buckets when data parallel) or
-// sharded (ZeRO-1; ZeRO-2 and -3 by the units of l).
-func (d *Dist) newOptimizer(params []torch.NamedTensor, l unitLayout, lr float64, o OptimConfig) (optimizer, error) {
-	if d != nil && d.cfg.Stage != memplan.StageDP {
-		return newShardedAdamW(d.train, params, l, d.cfg.Stage, lr, o, d.cfg.BucketBytes)
+// newOptimizer makes an optimizer of params over the training ranks (nil for a single process)
+// with o's AdamW settings, clipping at maxNorm: the policy's at DistConfig.Stage by its units u,
+// the critic's (policy false) whole on every rank.
+func (d *Dist) newOptimizer(params []torch.NamedTensor, u shard.Units, o OptimConfig, maxNorm float64, policy bool) (*shard.Optimizer, error) {
+	s := shard.Settings{Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay, MaxGradNorm: maxNorm}
+	if d != nil {
+		s.BucketBytes, s.Overlap = d.cfg.BucketBytes, d.cfg.Overlap
+		if policy {
+			s.Stage = d.cfg.Stage
+		}
 	}
-	return newWholeAdamW(params, lr, o, d)
+	return shard.New(params, u, d.trainGroup(), s)
 }
 
 // share is this rank's part of samples for the scoring passes and the update: whole trajectories
@@ -287,7 +293,7 @@ func (d *Dist) reduceStats(acc *statAcc, l *statLayout) error {
 	if d == nil || d.train == nil || d.train.Size() == 1 {
 		return nil
 	}
-	return inCollective(d.train, "summing the loss statistics", func() {
+	return torch.Collective(d.train, "summing the loss statistics", func() {
 		acc.scope.With(func() {
 			t := acc.st.Tensor()
 			if t == nil {
@@ -319,7 +325,7 @@ func (d *Dist) sum(x float64) (float64, error) {
 	if d == nil || d.train == nil || d.train.Size() == 1 {
 		return x, nil
 	}
-	err := inCollective(d.train, "summing a metric", func() {
+	err := torch.Collective(d.train, "summing a metric", func() {
 		x = d.train.AllReduce(torch.FromSlice([]float64{x}).ToDevice(d.train.Device()), torch.Sum).Float()
 	})
 	return x, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/rollout"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // Rollout ahead of training (DistConfig.RolloutRanks; the seed is verifiers' num_batches_ahead and
@@ -38,7 +39,7 @@ type aheadBatch struct {
 func (t *Trainer) stepAhead(ctx context.Context, src TaskSource) (Metrics, []*rollout.Trajectory, error) {
 	m := Metrics{}
 	start := time.Now()
-	if err := inCollective(t.dist.pg, "sending the weights to the rollout ranks", func() {
+	if err := torch.Collective(t.dist.pg, "sending the weights to the rollout ranks", func() {
 		t.dist.pg.BroadcastAll(t.params, 0)
 	}); err != nil {
 		return nil, nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)

@@ -47,7 +47,7 @@ func gatherTrajectories(g *torch.ProcessGroup, mine []*rollout.Trajectory, tasks
 		return nil, fmt.Errorf("rank %d: encoding its trajectories: %w", g.Rank(), err)
 	}
 	var parts [][]byte
-	if err := inCollective(g, "exchanging trajectories", func() { parts = g.AllGatherBytes(buf.Bytes()) }); err != nil {
+	if err := torch.Collective(g, "exchanging trajectories", func() { parts = g.AllGatherBytes(buf.Bytes()) }); err != nil {
 		return nil, err
 	}
 	var out []*rollout.Trajectory
@@ -101,7 +101,7 @@ func (d *Dist) scoreShared(samples []*sample, compute func([]*sample) error, get
 		}
 	}
 	var parts [][]byte
-	if err := inCollective(d.train, "exchanging scores", func() { parts = d.train.AllGatherBytes(buf) }); err != nil {
+	if err := torch.Collective(d.train, "exchanging scores", func() { parts = d.train.AllGatherBytes(buf) }); err != nil {
 		return fmt.Errorf("grpo: %w", err)
 	}
 	for r, p := range parts {
@@ -123,20 +123,4 @@ func (d *Dist) scoreShared(samples []*sample, compute func([]*sample) error, get
 		}
 	}
 	return nil
-}
-
-// inCollective runs fn, whose collectives are over g, in a scope of its own, and words a failure
-// for the user: which rank, doing what, and what usually causes it.
-func inCollective(g *torch.ProcessGroup, what string, fn func()) error {
-	err := torch.Do(func() error {
-		s := torch.NewScope()
-		defer s.Close()
-		fn()
-		return nil
-	})
-	if err == nil || g == nil {
-		return err
-	}
-	return fmt.Errorf("rank %d of %d, %s: %w (another rank died, stopped answering for the %v timeout, or failed: "+
-		"its own log says which)", g.Rank(), g.Size(), what, err, g.Timeout())
 }

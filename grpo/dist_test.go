@@ -5,11 +5,8 @@ import (
 	"encoding/gob"
 	"fmt"
 	"math"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,41 +143,6 @@ func runDistWorkers(t *testing.T, mode, dir, out string, timeout time.Duration, 
 		}
 	}
 	return res
-}
-
-// runRanks runs the test named test in world processes of this test binary, as the ranks of one
-// Gloo group on 127.0.0.1 (a free port, one thread each) with env added, and returns each rank's
-// exit error and output once all have ended or timeout has passed.
-func runRanks(t *testing.T, test string, world int, timeout time.Duration, env ...string) ([]error, []string) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmds, outs := make([]*exec.Cmd, world), make([]*strings.Builder, world)
-	for r := range world {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-		cmd.Env = append(append(os.Environ(), env...),
-			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), "TORCHELASTIC_USE_AGENT_STORE=",
-			"GLOO_SOCKET_IFNAME=", "OMP_NUM_THREADS=1")
-		outs[r] = &strings.Builder{}
-		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds[r] = cmd
-	}
-	errs, res := make([]error, world), make([]string, world)
-	for r, cmd := range cmds {
-		errs[r] = cmd.Wait()
-		res[r] = outs[r].String()
-	}
-	return errs, res
 }
 
 // TestDistWorker is one rank of the data-parallel tests (it skips unless started by them).

@@ -32,9 +32,11 @@
 // trains its share of every mini-batch and the gradients are summed in persistent buckets. The
 // weights stay identical across ranks and equal a single-process run's up to float rounding
 // (TestDistributedTraining). DistConfig.Stage shards the optimizer state (ZeRO-1), also the
-// gradients (ZeRO-2) and also the weights in the update (ZeRO-3; TestZeRO); DistConfig.RolloutRanks
-// gives some ranks the rollout, one batch ahead of the others. dist.go has the details;
-// docs/distributed.md the launch side.
+// gradients (ZeRO-2) and also the weights in the update (ZeRO-3): the optimizer, its reduction
+// and its sharding are package grpo/shard, which the update, SFT and the critic use alike (for
+// each mini-batch: its passes, then a step). DistConfig.RolloutRanks gives some ranks the
+// rollout, one batch ahead of the others. dist.go has the details; docs/distributed.md the
+// launch side.
 //
 // Randomness comes from Config.Seed and the iteration number only (sampling seeds, mini-batch
 // shuffles), so a run restored at iteration k (weights, optimizer state, Progress) continues as if
@@ -70,12 +72,9 @@
 //	sft.go             supervised warm-up steps on demonstrations
 //	eval.go            validation: accuracy, pass@k
 //	metrics.go         Metrics and the rollout statistics
-//	optim.go           the optimizer a trainer steps: AdamW whole (gradients summed across ranks)
 //
 //	dist.go            data-parallel training: Dist, DistConfig, who plays and trains what
 //	dist_exchange.go   trajectories and scores exchanged between ranks
-//	dist_zero.go       ZeRO-1: the optimizer state sharded across ranks (dist_zero_state.go:
-//	                   its checkpoint, in the unsharded format)
 //	dist_ahead.go      rollout ahead of training: rollout ranks one batch ahead of the trainers
 //
 //	algo.go            the settings declared by grpo/algo, under grpo's names

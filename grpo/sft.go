@@ -37,28 +37,20 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 		// Data parallel: every rank has every demonstration and trains its share; the loss is the
 		// whole batch's token mean, so the summed gradients are the single-process ones.
 		micros := pack(t.dist.share(samples), t.cfg.Update.MicroTokens)
-		return t.sharded(func() error {
-			err := t.matchedPasses(t.opt, len(micros), func() error {
-				for i, micro := range micros {
-					if i == len(micros)-1 {
-						t.opt.Arm()
-					}
-					v, err := t.sftMicro(micro, tokens)
-					if err != nil {
-						return err
-					}
-					nll += v
-				}
-				return nil
+		return t.opt.Update(func() error {
+			norm, err := t.opt.Passes(len(micros), func(i int, fo model.ForwardOptions) error {
+				v, err := t.sftMicro(micros[i], tokens, fo)
+				nll += v
+				return err
 			})
 			if err != nil {
 				return err
 			}
-			return t.optimizerStep(m)
+			return t.stepPolicy(norm, m)
 		})
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("grpo: sft step %d: %w", t.sftSteps, err)
 	}
 	if nll, err = t.dist.sum(nll); err != nil {
 		return nil, fmt.Errorf("grpo: sft: %w", err)
@@ -70,8 +62,9 @@ func (t *Trainer) SFT(demos []*rollout.Trajectory) (Metrics, error) {
 	return m, nil
 }
 
-// sftMicro backpropagates one micro-batch's share of the token-mean cross-entropy and returns it.
-func (t *Trainer) sftMicro(micro []*sample, tokens int) (float64, error) {
+// sftMicro backpropagates one micro-batch's share of the token-mean cross-entropy, its training
+// pass run with fo (the optimizer's hooks), and returns it.
+func (t *Trainer) sftMicro(micro []*sample, tokens int, fo model.ForwardOptions) (float64, error) {
 	b, err := batchOf(micro)
 	if err != nil {
 		return 0, err
@@ -80,10 +73,10 @@ func (t *Trainer) sftMicro(micro []*sample, tokens int) (float64, error) {
 	err = torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		p, err := t.ms.Policy.Train(b, model.ForwardOptions{Checkpoint: t.cfg.Update.Checkpoint, GradsReady: t.opt.GradsReady(),
-			Weights: t.opt.UnitWeights()})
+		fo.Checkpoint = t.cfg.Update.Checkpoint
+		p, err := t.ms.Policy.Train(b, fo)
 		if err != nil {
-			return fmt.Errorf("grpo: sft pass: %w", err)
+			return fmt.Errorf("training pass: %w", err)
 		}
 		w := float32(1 / float64(tokens))
 		mask := perToken(b, micro, p.LogProbs.Device(), func(s *sample) []float32 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
@@ -39,7 +40,7 @@ type Trainer struct {
 	gen    rollout.Generator
 	tok    *tokenizer.Tokenizer
 	envs   *env.Environment
-	opt    optimizer // nil on a rank that only generates (rollout ahead)
+	opt    *shard.Optimizer // the policy's; nil on a rank that only generates (rollout ahead)
 	params []*torch.Tensor
 	dist   *Dist // nil: a single process
 	// iter counts Step calls, updates optimizer steps taken, skipped steps skipped for a
@@ -102,11 +103,11 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 		return t, nil // a rollout rank: weights come from the trainers, no optimizer
 	}
 	var err error
-	if t.opt, err = t.dist.newOptimizer(ms.Policy.Parameters(), layoutOf(ms.Policy), cfg.Optim.LR, cfg.Optim); err != nil {
+	if t.opt, err = t.dist.newOptimizer(ms.Policy.Parameters(), shard.UnitsOf(ms.Policy), cfg.Optim, cfg.Optim.MaxGradNorm, true); err != nil {
 		return nil, fmt.Errorf("grpo: optimizer: %w", err)
 	}
 	if ms.Critic != nil {
-		if err := ms.Critic.start(cfg.CriticLR(), cfg.Optim, t.dist); err != nil {
+		if err := ms.Critic.start(cfg, t.dist); err != nil {
 			return nil, err
 		}
 	}

@@ -237,6 +237,23 @@ func (pg *ProcessGroup) AllGather(t *Tensor) []*Tensor {
 	return res
 }
 
+// Collective runs fn, whose collectives are over g, in a scope of its own, and words a failure
+// for the user: which rank, doing what (what), and what usually causes it. With g nil (one
+// process) it is Do.
+func Collective(g *ProcessGroup, what string, fn func()) error {
+	err := Do(func() error {
+		s := NewScope()
+		defer s.Close()
+		fn()
+		return nil
+	})
+	if err == nil || g == nil {
+		return err
+	}
+	return fmt.Errorf("rank %d of %d, %s: %w (another rank died, stopped answering for the %v timeout, or failed: "+
+		"its own log says which)", g.Rank(), g.Size(), what, err, g.Timeout())
+}
+
 // Barrier returns once every rank has reached it.
 func (pg *ProcessGroup) Barrier() {
 	check("Barrier", C.mt_dist_barrier(pg.handle("Barrier")))

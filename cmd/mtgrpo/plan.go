@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
-	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -75,7 +75,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	if err != nil {
 		return memplan.Run{}, err
 	}
-	shape, err := grpo.PlanModel(c)
+	shape, err := shard.PlanModel(c)
 	if err != nil {
 		return memplan.Run{}, err
 	}

@@ -9,7 +9,7 @@ package memplan
 //	stage 0     weights P·d, gradients P·d, masters P·4 (d = 2 only), moments 2·P·4 (torch.AdamW:
 //	            float32 for float32 and for mixed-precision weights), buckets P·wire when W > 1
 //	            (torch.GradBuckets: one flat buffer per bucket, covering every parameter)
-//	stage 1     grpo's shardedAdamW: the flat space of P elements cut into W shards of S = ⌈P/W⌉
+//	stage 1     grpo/shard's sharded AdamW: the flat space of P elements cut into W shards of S = ⌈P/W⌉
 //	            (the last one padded); weights P·d, gradients P·d (the backward's, dropped after the
 //	            reduce-scatter) plus the float32 gradient shard S·4, masters S·4 (padded, also for
 //	            float32 weights), moments 2·n_r·4 where n_r is the rank's real elements (AdamW runs
@@ -20,7 +20,7 @@ package memplan
 //	            so S = Σ s_u and the rank's real elements are summed over the units; c is the
 //	            largest unit's; the backward's gradients are reduce-scattered unit by unit, so
 //	            only those of the units in flight exist (gradsInFlight)
-//	stage 3     as 2, and no weights of their own (grpo's ZeRO-3 gathers them from the master
+//	stage 3     as 2, and no weights of their own (grpo/shard's ZeRO-3 gathers them from the master
 //	            shards, cast to d bytes through a second round buffer W·c·d when d < 4, and
 //	            prefetches the next layer into (W+1)·s_max·d, s_max the largest layer's shard): while
 //	            training the units in flight gathered (as their gradients), while generating a

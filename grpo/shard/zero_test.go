@@ -1,4 +1,4 @@
-package grpo
+package shard
 
 import (
 	"bytes"
@@ -12,18 +12,19 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/internal/ranks"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// ZeRO-2 and ZeRO-3 at the optimizer's level, over Gloo. A step is zeroMicros passes of the tiny
+// ZeRO-2 and ZeRO-3 end to end, over Gloo. A step is zeroMicros passes of the tiny
 // model with gradient checkpointing (so each layer's gradients are reduce-scattered as its
 // backward ends, and under ZeRO-3 each layer's weights gathered for its forward and backward),
 // dealt round-robin to the ranks: at world 4 rank 0 makes 2 passes and the others 1 real and 1
 // idle; at world 2, 3 against 2 and 1 idle. Then clipping (at a norm the gradients exceed) and a
 // step. Each stage's run takes step 0 on 4 ranks, checkpoints, resumes on 2 ranks for step 1,
 // checkpoints, and resumes in one process without sharding for step 2: after each step the
-// weights equal those of one process taking the same steps with the whole AdamW, within distTol
+// weights equal those of one process taking the same steps with the whole AdamW, within zeroTol
 // (the ranks add the same terms in another order). A rank that dies makes the other's gather
 // fail within a bound: the step's gather of the updated shards (ZeRO-2), a layer's gather in the
 // forward pass (ZeRO-3).
@@ -40,7 +41,7 @@ func TestZeRO(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 16 processes")
 	}
-	requireGloo(t)
+	ranks.RequireGloo(t)
 	for _, stage := range []memplan.Stage{memplan.StageZeRO2, memplan.StageZeRO3} {
 		t.Run(fmt.Sprintf("stage%d", stage), func(t *testing.T) { checkZeRO(t, stage) })
 	}
@@ -50,7 +51,7 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 	dir := t.TempDir()
 	st := zeroStageEnv + "=" + fmt.Sprint(int(stage))
 	var ref []map[string][]float32 // the single process's weights after each step
-	onSingle(t, func(m *model.Model, opt optimizer) {
+	onSingle(t, func(m *model.Model, opt *Optimizer) {
 		for k := range 3 {
 			zeroStep(t, m, opt, 1, 0, k)
 			ref = append(ref, weights(m))
@@ -58,7 +59,7 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 	})
 	for _, phase := range []string{"4", "2"} {
 		world := map[string]int{"4": 4, "2": 2}[phase]
-		errs, outs := runRanks(t, "TestZeROWorker", world, 2*time.Minute, zeroWorkerEnv+"="+phase, zeroDirEnv+"="+dir, st)
+		errs, outs := ranks.Run(t, "TestZeROWorker", world, 2*time.Minute, zeroWorkerEnv+"="+phase, zeroDirEnv+"="+dir, st)
 		for r, err := range errs {
 			if err != nil || !strings.Contains(outs[r], fmt.Sprintf("zero worker rank %d ok", r)) {
 				t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
@@ -68,7 +69,7 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 			return
 		}
 	}
-	onSingle(t, func(m *model.Model, opt optimizer) {
+	onSingle(t, func(m *model.Model, opt *Optimizer) {
 		zeroLoad(t, m, opt, dir, "after1", true)
 		zeroSave(t, m, opt, dir, "reloaded1", 0) // world 2's state at world 1, bit for bit
 		sameFiles(t, filepath.Join(dir, "after1-state.safetensors"), filepath.Join(dir, "reloaded1-state.safetensors"))
@@ -76,18 +77,18 @@ func checkZeRO(t *testing.T, stage memplan.Stage) {
 			zeroLoad(t, m, opt, dir, name, k == 1) // the state to go on from after1
 			d, where := maxDiff(ref[k], weights(m))
 			t.Logf("step %d at world %d: largest difference to one process %.3g at %s", k, 4/(k+1), d, where)
-			if d > distTol {
+			if d > zeroTol {
 				t.Errorf("step %d at world %d: weights differ from one process by %g at %s", k, 4/(k+1), d, where)
 			}
 		}
 		zeroStep(t, m, opt, 1, 0, 2)
 		d, where := maxDiff(ref[2], weights(m))
 		t.Logf("step 2, resumed at world 1: largest difference to one process %.3g at %s", d, where)
-		if d > distTol {
+		if d > zeroTol {
 			t.Errorf("step 2, resumed at world 1: weights differ from one process by %g at %s", d, where)
 		}
 	})
-	errs, outs := runRanks(t, "TestZeROWorker", 2, 2*time.Minute, zeroWorkerEnv+"=die", zeroDirEnv+"="+dir, st)
+	errs, outs := ranks.Run(t, "TestZeROWorker", 2, 2*time.Minute, zeroWorkerEnv+"=die", zeroDirEnv+"="+dir, st)
 	if errs[0] != nil || !strings.Contains(outs[0], "zero worker rank 0 ok") {
 		t.Errorf("die: rank 0: %v\n%s", errs[0], outs[0])
 	}
@@ -119,11 +120,9 @@ func TestZeROWorker(t *testing.T) {
 	err = torch.Run(func() error {
 		m := zeroModel(t)
 		defer m.Close()
-		d, err := NewDist(pg, DistConfig{Stage: memplan.Stage(stage), BucketBytes: 4 << 10})
-		if err != nil {
-			return err
-		}
-		opt, err := d.newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		s := zeroSettings
+		s.Stage, s.BucketBytes = memplan.Stage(stage), 4<<10
+		opt, err := New(m.Parameters(), UnitsOf(m), pg, s)
 		if err != nil {
 			return err
 		}
@@ -157,31 +156,39 @@ func TestZeROWorker(t *testing.T) {
 
 // zeroDie: ZeRO-2: both ranks make their passes and clip; rank 1 exits before the step, whose
 // gather of the updated shards must fail on rank 0 with an error within 20 s (Gloo sees the
-// connection close). ZeRO-3: rank 1 exits before its passes, and rank 0's first gather fails.
-func zeroDie(t *testing.T, m *model.Model, opt optimizer, pg *torch.ProcessGroup) {
-	if opt.UnitWeights() != nil {
-		opt.Shard()
-		if pg.Rank() == 1 {
-			fmt.Println("rank 1 exits")
-			os.Exit(3)
-		}
-		start := time.Now()
-		err := zeroPass(m, opt, []int32{3, 4, 5, 6})
-		took := time.Since(start)
-		fmt.Printf("rank 0 failed after %v: %v\n", took.Round(time.Millisecond), err)
-		if err == nil || took > 20*time.Second || !strings.Contains(err.Error(), "AllGatherInto") {
-			t.Errorf("the pass returned %v after %v, want a gather's error within 20 s", err, took)
+// connection close). ZeRO-3: rank 1 exits in its pass, and rank 0's first gather fails.
+func zeroDie(t *testing.T, m *model.Model, opt *Optimizer, pg *torch.ProcessGroup) {
+	exit := func() {
+		fmt.Println("rank 1 exits")
+		os.Exit(3)
+	}
+	if opt.e.options().Weights != nil {
+		err := opt.Update(func() error {
+			start := time.Now()
+			_, err := opt.Passes(1, func(_ int, fo model.ForwardOptions) error {
+				if pg.Rank() == 1 {
+					exit()
+				}
+				return zeroPass(m, fo, []int32{3, 4, 5, 6})
+			})
+			took := time.Since(start)
+			fmt.Printf("rank 0 failed after %v: %v\n", took.Round(time.Millisecond), err)
+			if err == nil || took > 20*time.Second || !strings.Contains(err.Error(), "AllGatherInto") {
+				t.Errorf("the pass returned %v after %v, want a gather's error within 20 s", err, took)
+			}
+			return nil
+		})
+		if err == nil {
+			t.Errorf("the update gathered the weights after rank 1 left")
 		}
 		return
 	}
 	zeroPasses(t, m, opt, pg.Size(), pg.Rank(), 0)
-	torch.NoGrad(func() { opt.ClipGradNorm(zeroClip) })
 	if pg.Rank() == 1 {
-		fmt.Println("rank 1 exits")
-		os.Exit(3)
+		exit()
 	}
 	start := time.Now()
-	err := inCollective(pg, "updating the weights", func() { opt.Step(1e-3) })
+	_, err := opt.Step(1e-3)
 	took := time.Since(start)
 	fmt.Printf("rank 0 failed after %v: %v\n", took.Round(time.Millisecond), err)
 	if err == nil || took > 20*time.Second || !strings.Contains(err.Error(), "updating the weights") {
@@ -203,14 +210,8 @@ func zeroModel(t *testing.T) *model.Model {
 }
 
 // zeroPasses makes this rank's passes of step k (micro-batch i goes to rank i mod world), then
-// the idle ones the other ranks' count asks for.
-func zeroPasses(t *testing.T, m *model.Model, opt optimizer, world, rank, k int) {
-	if err := zeroTry(m, opt, world, rank, k); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func zeroTry(m *model.Model, opt optimizer, world, rank, k int) error {
+// the idle ones the other ranks' count asks for, and returns the gradient norm.
+func zeroPasses(t *testing.T, m *model.Model, opt *Optimizer, world, rank, k int) float64 {
 	rng := rand.New(rand.NewPCG(uint64(k), 17))
 	var mine [][]int32
 	for i := range zeroMicros {
@@ -222,19 +223,20 @@ func zeroTry(m *model.Model, opt optimizer, world, rank, k int) error {
 			mine = append(mine, ids)
 		}
 	}
-	err := matchPasses(nil, opt, len(mine), k, func() error {
-		for i, ids := range mine {
-			if err := zeroPass(m, opt, ids); err != nil {
-				return fmt.Errorf("step %d, pass %d: %w", k, i, err)
-			}
+	norm, err := opt.Passes(len(mine), func(i int, fo model.ForwardOptions) error {
+		if err := zeroPass(m, fo, mine[i]); err != nil {
+			return fmt.Errorf("step %d, pass %d: %w", k, i, err)
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return norm
 }
 
 // zeroPass backpropagates −0.01 × the sum of the log-probs of ids.
-func zeroPass(m *model.Model, opt optimizer, ids []int32) error {
+func zeroPass(m *model.Model, fo model.ForwardOptions, ids []int32) error {
 	return torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
@@ -242,8 +244,8 @@ func zeroPass(m *model.Model, opt optimizer, ids []int32) error {
 		if err != nil {
 			return err
 		}
-		p, err := m.Train(b, model.ForwardOptions{Checkpoint: true, GradsReady: opt.GradsReady(),
-			Weights: opt.UnitWeights()})
+		fo.Checkpoint = true
+		p, err := m.Train(b, fo)
 		if err != nil {
 			return err
 		}
@@ -251,30 +253,33 @@ func zeroPass(m *model.Model, opt optimizer, ids []int32) error {
 	})
 }
 
-// zeroStep is step k: the passes, clipping and the optimizer's step, with the weights sharded
-// (ZeRO-3) and gathered after.
-func zeroStep(t *testing.T, m *model.Model, opt optimizer, world, rank, k int) {
-	opt.Shard()
-	zeroPasses(t, m, opt, world, rank, k)
-	// ZeRO-3: every gather of a pass but its first was prefetched while the unit before computed.
-	if z, ok := opt.(*shardedAdamW); ok && z.stage == memplan.StageZeRO3 {
-		if per := len(z.order) - 1; z.prefetched == 0 || z.prefetched%per != 0 {
-			t.Errorf("step %d: %d gathers served by a prefetch, want a positive multiple of %d (a pass's gathers but its first)",
-				k, z.prefetched, per)
-		}
-		z.prefetched = 0
-	}
-	torch.NoGrad(func() {
-		if norm := opt.ClipGradNorm(zeroClip); norm <= zeroClip {
+// zeroStep is step k inside an update: the passes (clipped), then the optimizer's step.
+func zeroStep(t *testing.T, m *model.Model, opt *Optimizer, world, rank, k int) {
+	err := opt.Update(func() error {
+		if norm := zeroPasses(t, m, opt, world, rank, k); norm <= zeroClip {
 			t.Errorf("step %d: gradient norm %g: the test wants clipping (above %g)", k, norm, zeroClip)
 		}
-		opt.Step(1e-3)
+		// ZeRO-3: every gather of a pass but its first was prefetched while the unit before
+		// computed.
+		if z, ok := opt.e.(*zero); ok && z.stage == memplan.StageZeRO3 {
+			if per := len(z.order) - 1; z.prefetched == 0 || z.prefetched%per != 0 {
+				t.Errorf("step %d: %d gathers served by a prefetch, want a positive multiple of %d (a pass's gathers but its first)",
+					k, z.prefetched, per)
+			}
+			z.prefetched = 0
+		}
+		if stepped, err := opt.Step(1e-3); !stepped || err != nil {
+			t.Errorf("step %d: stepped %v, %v", k, stepped, err)
+		}
+		return nil
 	})
-	opt.Unshard()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // zeroSave writes the weights and the optimizer's whole state (a collective) as dir/name-*.
-func zeroSave(t *testing.T, m *model.Model, opt optimizer, dir, name string, rank int) {
+func zeroSave(t *testing.T, m *model.Model, opt *Optimizer, dir, name string, rank int) {
 	s := torch.NewScope()
 	defer s.Close()
 	st := opt.State()
@@ -292,12 +297,15 @@ func zeroSave(t *testing.T, m *model.Model, opt optimizer, dir, name string, ran
 	}
 }
 
+// zeroSettings are AdamW's defaults (the trainer's) and a clipping bound the gradients exceed.
+var zeroSettings = Settings{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, MaxGradNorm: zeroClip}
+
 // onSingle runs fn on the torch thread with zeroModel and one process's optimizer over it.
-func onSingle(t *testing.T, fn func(m *model.Model, opt optimizer)) {
+func onSingle(t *testing.T, fn func(m *model.Model, opt *Optimizer)) {
 	onTorch(t, func() {
 		m := zeroModel(t)
 		defer m.Close()
-		opt, err := (*Dist)(nil).newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+		opt, err := New(m.Parameters(), UnitsOf(m), nil, zeroSettings)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +331,7 @@ func sameFiles(t *testing.T, a, b string) {
 }
 
 // zeroLoad restores the weights and, with state, the optimizer from dir/name-*.
-func zeroLoad(t *testing.T, m *model.Model, opt optimizer, dir, name string, state bool) {
+func zeroLoad(t *testing.T, m *model.Model, opt *Optimizer, dir, name string, state bool) {
 	s := torch.NewScope()
 	defer s.Close()
 	w, err := loadState(filepath.Join(dir, name+"-weights.safetensors"))

@@ -1,4 +1,4 @@
-package grpo
+package shard
 
 import (
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"

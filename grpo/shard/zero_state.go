@@ -1,4 +1,4 @@
-package grpo
+package shard
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
-// The checkpoint of a ZeRO-1 or ZeRO-2 optimizer is the unsharded optimizer's (torch.AdamW.State): whole
-// tensors keyed by parameter name, gathered from the shards when saved and cut into this rank's
-// slices when loaded. That costs a gather at each checkpoint (in rounds of a bucket, into host
+// The checkpoint of a sharded optimizer (ZeRO-1, -2 or -3) is the unsharded one's
+// (torch.AdamW.State): whole tensors keyed by parameter name, gathered from the shards when saved
+// and cut into this rank's slices when loaded. That costs a gather at each checkpoint (in rounds of a bucket, into host
 // memory) and buys a checkpoint that does not depend on the world size: a run checkpointed on 8
 // ranks, sharded, resumes on 1, unsharded, and the other way round.
 
@@ -20,9 +20,9 @@ const (
 	sufStep, sufExpAvg, sufExpAvgSq, sufMasterSt = ".step", ".exp_avg", ".exp_avg_sq", ".master"
 )
 
-// State gathers the whole optimizer state from every rank (a collective: call it on every
+// state gathers the whole optimizer state from every rank (a collective: call it on every
 // training rank). The tensors are on the CPU, in the current scope.
-func (z *shardedAdamW) State() map[string]*torch.Tensor {
+func (z *zero) state() map[string]*torch.Tensor {
 	mine := z.opt.State()
 	out := map[string]*torch.Tensor{keyStep: mine[keyStep], keySkipped: mine[keySkipped]}
 	flats := map[string]*torch.Tensor{sufMasterSt: z.master}
@@ -55,7 +55,7 @@ func (z *shardedAdamW) State() map[string]*torch.Tensor {
 
 // gatherHost all-gathers unit u's [shard] tensor of every rank into one [world·shard] host
 // tensor, in rounds of z.buf (no device tensor of the unit's size).
-func (z *shardedAdamW) gatherHost(u *flatUnit, shard *torch.Tensor) *torch.Tensor {
+func (z *zero) gatherHost(u *flatUnit, shard *torch.Tensor) *torch.Tensor {
 	world := int64(z.pg.Size())
 	host := torch.Zeros([]int64{world * u.shard}, torch.Float32, torch.CPU)
 	z.rounds(u, func(from, n int64) {
@@ -71,7 +71,7 @@ func (z *shardedAdamW) gatherHost(u *flatUnit, shard *torch.Tensor) *torch.Tenso
 // paramSteps is every parameter's own step count: each rank knows those of the parameters it
 // holds a piece of, and a max over the ranks fills in the rest (pieces of one parameter always
 // share their count).
-func (z *shardedAdamW) paramSteps(mine map[string]*torch.Tensor) []int64 {
+func (z *zero) paramSteps(mine map[string]*torch.Tensor) []int64 {
 	local := make([]float64, len(z.names))
 	for _, pc := range z.pieces {
 		local[pc.param] = float64(mine[z.names[pc.param]+sufStep].Int())
@@ -84,11 +84,11 @@ func (z *shardedAdamW) paramSteps(mine map[string]*torch.Tensor) []int64 {
 	return out
 }
 
-// LoadState takes a whole state (from State, or from an unsharded optimizer of the same
+// loadState takes a whole state (from State, or from an unsharded optimizer of the same
 // parameters, at any world size) and keeps this rank's slices. Every entry is checked first: an
 // error names it and changes nothing. Float32 parameters have no master entry: their shard of
 // masters is reloaded from the parameters (which the caller restored).
-func (z *shardedAdamW) LoadState(st map[string]*torch.Tensor) (err error) {
+func (z *zero) loadState(st map[string]*torch.Tensor) (err error) {
 	defer torch.Recover(&err)
 	if err := z.checkWhole(st); err != nil {
 		return err
@@ -103,7 +103,7 @@ func (z *shardedAdamW) LoadState(st map[string]*torch.Tensor) (err error) {
 		sub[name+sufExpAvg], sub[name+sufExpAvgSq] = slice(pc, name+sufExpAvg), slice(pc, name+sufExpAvgSq)
 	}
 	if err := z.opt.LoadState(sub); err != nil {
-		return fmt.Errorf("grpo: zero: %w", err)
+		return fmt.Errorf("shard: zero: %w", err)
 	}
 	torch.NoGrad(func() {
 		for _, pc := range z.pieces {
@@ -120,11 +120,11 @@ func (z *shardedAdamW) LoadState(st map[string]*torch.Tensor) (err error) {
 
 // checkWhole checks a whole state against the parameters: the counts, every parameter's
 // moments (float32, its shape), a master for each bfloat16/float16 parameter, nothing else.
-func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
+func (z *zero) checkWhole(st map[string]*torch.Tensor) error {
 	want := map[string]bool{keyStep: true, keySkipped: true}
 	for _, k := range []string{keyStep, keySkipped} {
 		if t, ok := st[k]; !ok || !t.Valid() || t.Numel() != 1 {
-			return fmt.Errorf("grpo: zero: optimizer state: %q is missing or not a count", k)
+			return fmt.Errorf("shard: zero: optimizer state: %q is missing or not a count", k)
 		}
 	}
 	for i, name := range z.names {
@@ -136,16 +136,16 @@ func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
 			t, ok := st[k]
 			switch {
 			case !ok || !t.Valid():
-				return fmt.Errorf("grpo: zero: optimizer state: missing %q", k)
+				return fmt.Errorf("shard: zero: optimizer state: missing %q", k)
 			case !slices.Equal(t.Shape(), z.params[i].Shape()):
-				return fmt.Errorf("grpo: zero: optimizer state: %q has shape %v, want %v", k, t.Shape(), z.params[i].Shape())
+				return fmt.Errorf("shard: zero: optimizer state: %q has shape %v, want %v", k, t.Shape(), z.params[i].Shape())
 			case t.DType() != torch.Float32:
-				return fmt.Errorf("grpo: zero: optimizer state: %q is %s, want float32", k, t.DType())
+				return fmt.Errorf("shard: zero: optimizer state: %q is %s, want float32", k, t.DType())
 			}
 			want[k] = true
 		}
 		if t, ok := st[name+sufStep]; !ok || !t.Valid() || t.Numel() != 1 {
-			return fmt.Errorf("grpo: zero: optimizer state: %q is missing or not a count", name+sufStep)
+			return fmt.Errorf("shard: zero: optimizer state: %q is missing or not a count", name+sufStep)
 		}
 		want[name+sufStep] = true
 	}
@@ -157,7 +157,7 @@ func (z *shardedAdamW) checkWhole(st map[string]*torch.Tensor) error {
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return fmt.Errorf("grpo: zero: optimizer state: unexpected entries %q (a state of another model or dtype)", extra)
+		return fmt.Errorf("shard: zero: optimizer state: unexpected entries %q (a state of another model or dtype)", extra)
 	}
 	return nil
 }

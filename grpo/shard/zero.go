@@ -1,4 +1,4 @@
-package grpo
+package shard
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // ZeRO-1, -2 and -3 (Rajbhandari et al., arXiv 1910.02054, stages 1 to 3: optimizer state, then
-// also gradient, then also parameter partitioning; stage 3's weights: dist_zero3.go) over the
+// also gradient, then also parameter partitioning; stage 3's weights: zero3.go) over the
 // training ranks. The trainable parameters are grouped into
 // units; each unit's parameters, concatenated in order and flattened, form a flat space cut into
 // world equal contiguous shards (the last padded). Under ZeRO-1 the whole model is one unit; under
@@ -24,14 +24,14 @@ import (
 //
 //	reduce:  gradients → reduce-scatter in rounds of `chunk` elements per rank → added to this
 //	         rank's shard; the parameters' own gradients are dropped once sent. ZeRO-1 reduces
-//	         every unit in ClipGradNorm, at the end of a mini-batch; ZeRO-2 reduces each unit inside
+//	         every unit in clip, at the end of a mini-batch; ZeRO-2 reduces each unit inside
 //	         every backward pass, when model.ForwardOptions.GradsReady says its gradients are
 //	         complete, so that a pass never holds the whole model's gradients (with gradient
 //	         checkpointing: one layer's, besides the first and last units'; without it the layers'
 //	         backward is one autograd call and their gradients are reduced after it). Each
 //	         reduction is a collective, so under ZeRO-2 and -3 every rank makes the same number
-//	         of passes per mini-batch: a rank with fewer micro-batches makes idle ones (Passes,
-//	         Idle).
+//	         of passes per mini-batch: a rank with fewer micro-batches makes idle ones (passes,
+//	         idle).
 //	clip:    global norm = sqrt(Σ over ranks of Σ shard²) (one small all-reduce), scaled as
 //	         torch.nn.utils.clip_grad_norm_ does
 //	update:  torch.AdamW over the shards' pieces (one view per parameter a shard overlaps, named as
@@ -39,12 +39,12 @@ import (
 //	gather:  all-gather the updated masters unit by unit in rounds, cast into every rank's
 //	         parameters (ZeRO-3 while sharded: when a pass next gathers the unit)
 //
-// The rounds keep the extra device memory at one bucket (DistConfig.BucketBytes) per rank besides
+// The rounds keep the extra device memory at one bucket (Settings.BucketBytes) per rank besides
 // the shards. State gathers whole tensors in the unsharded optimizer's format, so a sharded run's
 // checkpoint resumes at any world size and stage; LoadState takes such a state and keeps this
-// rank's slices. Deviation from DeepSpeed: gradients are reduced in float32 whatever the
+// rank's slices (zero_state.go). Deviation from DeepSpeed: gradients are reduced in float32 whatever the
 // parameters' dtype (exact sums of bf16 gradients, twice the traffic of bf16 buckets).
-type shardedAdamW struct {
+type zero struct {
 	pg     *torch.ProcessGroup
 	names  []string
 	params []*torch.Tensor
@@ -53,7 +53,7 @@ type shardedAdamW struct {
 	stage  memplan.Stage
 	eager  bool // ZeRO-2 and -3: reduce unit by unit inside each backward pass
 	tied   bool // the model's head is its embedding (ZeRO-3 keeps unit 0 gathered through a pass)
-	// ZeRO-3 (dist_zero3.go): sharded says the parameters hold placeholders; full[i] is the
+	// ZeRO-3 (zero3.go): sharded says the parameters hold placeholders; full[i] is the
 	// tensor parameter i is swapped with while its unit is gathered (the placeholder then).
 	sharded bool
 	full    []*torch.Tensor
@@ -66,7 +66,7 @@ type shardedAdamW struct {
 	// wire is ZeRO-3's gather buffer in the weights' dtype when they are bfloat16 or float16
 	// ([world·chunk]; nil otherwise): the master shards travel cast, as the weights.
 	wire *torch.Tensor
-	// ZeRO-3's prefetch (dist_zero3.go): ahead [world·maxShard] and aheadIn [maxShard], in the
+	// ZeRO-3's prefetch (zero3.go): ahead [world·maxShard] and aheadIn [maxShard], in the
 	// weights' dtype, are where the next unit's gather runs while the current unit computes;
 	// pending is that gather; order is the units in the order a pass gathers them and cursor the
 	// place in it of the next gather.
@@ -79,9 +79,9 @@ type shardedAdamW struct {
 	opt            *torch.AdamW
 }
 
-// flatUnit is one unit's flat space: its parameters (indices into shardedAdamW.params), their
-// first elements in it, its size, the per-rank shard length, this rank's first element, and
-// where this rank's shard starts in shardedAdamW.master and .grad.
+// flatUnit is one unit's flat space: its parameters (indices into zero.params), their first
+// elements in it, its size, the per-rank shard length, this rank's first element, and where this
+// rank's shard starts in zero.master and .grad.
 type flatUnit struct {
 	params                  []int
 	offs                    []int64
@@ -97,38 +97,26 @@ type piece struct {
 	master, grd *torch.Tensor // views of the shards' master and gradient
 }
 
-// unitLayout is how a model's parameters group into units (model.Model.Units: one number per
-// parameter, from 0 in the order the forward pass uses them) and whether its head is tied to the
-// embedding.
-type unitLayout struct {
-	units []int
-	tied  bool
-}
-
-func layoutOf(m *model.Model) unitLayout {
-	return unitLayout{units: m.Units(), tied: m.Config.TieWordEmbeddings}
-}
-
-// newShardedAdamW shards params' optimizer state across pg's ranks at stage 1, 2 or 3; every rank
-// calls it with the same parameters. ZeRO-1 makes one unit of all parameters; ZeRO-2 and -3 group
-// them by l. Call on the torch thread.
-func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitLayout, stage memplan.Stage, lr float64,
-	o OptimConfig, bucketBytes int64) (z *shardedAdamW, err error) {
+// newZero shards params' optimizer state across pg's ranks at stage s.Stage (1, 2 or 3); every
+// rank calls it with the same parameters. ZeRO-1 makes one unit of all parameters; ZeRO-2 and -3
+// group them by u. Call on the torch thread.
+func newZero(pg *torch.ProcessGroup, params []torch.NamedTensor, u Units, s Settings) (z *zero, err error) {
 	defer torch.Recover(&err)
-	z = &shardedAdamW{pg: pg, stage: stage, eager: stage >= memplan.StageZeRO2, tied: l.tied}
+	stage := s.Stage
+	z = &zero{pg: pg, stage: stage, eager: stage >= memplan.StageZeRO2, tied: u.Tied}
 	for _, p := range params {
 		if dt := p.Tensor.DType(); dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
-			return nil, fmt.Errorf("grpo: zero: parameter %q is %s: float32, bfloat16 or float16 only", p.Name, dt)
+			return nil, fmt.Errorf("shard: zero: parameter %q is %s: float32, bfloat16 or float16 only", p.Name, dt)
 		}
 		if stage == memplan.StageZeRO3 && len(z.params) > 0 && p.Tensor.DType() != z.params[0].DType() {
-			return nil, fmt.Errorf("grpo: zero3: parameter %q is %s, %q %s: the weights must share a dtype",
+			return nil, fmt.Errorf("shard: zero3: parameter %q is %s, %q %s: the weights must share a dtype",
 				p.Name, p.Tensor.DType(), z.names[0], z.params[0].DType())
 		}
 		z.names, z.params = append(z.names, p.Name), append(z.params, p.Tensor)
 		z.shapes = append(z.shapes, p.Tensor.Shape())
 	}
 	z.full = make([]*torch.Tensor, len(z.params))
-	if err := z.layUnits(l.units, bucketBytes); err != nil {
+	if err := z.layUnits(u.Of, s.BucketBytes); err != nil {
 		return nil, err
 	}
 	z.scope = torch.NewLongScope("zero")
@@ -163,7 +151,7 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitL
 			named = append(named, torch.NamedTensor{Name: z.names[pc.param], Tensor: pc.master})
 		}
 	})
-	if z.opt, err = newAdamW(named, lr, o); err != nil {
+	if z.opt, err = newAdamW(named, s); err != nil {
 		z.scope.Close()
 		return nil, err
 	}
@@ -172,16 +160,16 @@ func newShardedAdamW(pg *torch.ProcessGroup, params []torch.NamedTensor, l unitL
 
 // layUnits groups the parameters into units (all in one unless eager), lays out each one's flat
 // space and this rank's shard, and sizes the rounds.
-func (z *shardedAdamW) layUnits(units []int, bucketBytes int64) error {
+func (z *zero) layUnits(units []int, bucketBytes int64) error {
 	if z.eager && len(units) != len(z.params) {
-		return fmt.Errorf("grpo: zero: %d units for %d parameters", len(units), len(z.params))
+		return fmt.Errorf("shard: zero: %d units for %d parameters", len(units), len(z.params))
 	}
 	world, rank := int64(z.pg.Size()), int64(z.pg.Rank())
 	for i := range z.params {
 		k := 0
 		if z.eager {
 			if k = units[i]; k < 0 || k > len(z.params) {
-				return fmt.Errorf("grpo: zero: parameter %q has unit %d", z.names[i], k)
+				return fmt.Errorf("shard: zero: parameter %q has unit %d", z.names[i], k)
 			}
 		}
 		for len(z.units) <= k {
@@ -204,10 +192,10 @@ func (z *shardedAdamW) layUnits(units []int, bucketBytes int64) error {
 	return nil
 }
 
-func (z *shardedAdamW) weight(i int) *torch.Tensor { return z.params[i] }
+func (z *zero) weight(i int) *torch.Tensor { return z.params[i] }
 
 // numel is parameter i's number of elements (from its shape: it may hold a placeholder).
-func (z *shardedAdamW) numel(i int) int64 {
+func (z *zero) numel(i int) int64 {
 	n := int64(1)
 	for _, d := range z.shapes[i] {
 		n *= d
@@ -215,12 +203,12 @@ func (z *shardedAdamW) numel(i int) int64 {
 	return n
 }
 
-func (z *shardedAdamW) gradOf(i int) *torch.Tensor { return z.params[i].Grad() }
+func (z *zero) gradOf(i int) *torch.Tensor { return z.params[i].Grad() }
 
 // copyFlat copies between flat, a 1-d view, and unit u's flat space's elements [a, a+len(flat)):
 // toParams false reads the tensors src gives (nil: zeros; past total: zeros) into flat,
 // toParams true writes flat into them (cast to their dtype).
-func (z *shardedAdamW) copyFlat(u *flatUnit, flat *torch.Tensor, a int64, toParams bool, src func(int) *torch.Tensor) {
+func (z *zero) copyFlat(u *flatUnit, flat *torch.Tensor, a int64, toParams bool, src func(int) *torch.Tensor) {
 	n := flat.Numel()
 	if !toParams {
 		flat.Fill_(0)
@@ -244,7 +232,7 @@ func (z *shardedAdamW) copyFlat(u *flatUnit, flat *torch.Tensor, a int64, toPara
 }
 
 // rounds calls fn for each round j of unit u: its shard range [j·chunk, j·chunk+n).
-func (z *shardedAdamW) rounds(u *flatUnit, fn func(from, n int64)) {
+func (z *zero) rounds(u *flatUnit, fn func(from, n int64)) {
 	for from := int64(0); from < u.shard; from += z.chunk {
 		fn(from, min(z.chunk, u.shard-from))
 	}
@@ -253,7 +241,7 @@ func (z *shardedAdamW) rounds(u *flatUnit, fn func(from, n int64)) {
 // reduce adds the sum over the ranks of unit u's gradients to this rank's shard of them and drops
 // the parameters' own. This rank's running sum rides in its own part of the input, so the
 // reduce-scatter's output is the new sum.
-func (z *shardedAdamW) reduce(u *flatUnit) {
+func (z *zero) reduce(u *flatUnit) {
 	world, rank := int64(z.pg.Size()), int64(z.pg.Rank())
 	torch.NoGrad(func() {
 		s := torch.NewScope()
@@ -275,22 +263,28 @@ func (z *shardedAdamW) reduce(u *flatUnit) {
 	})
 }
 
-func (z *shardedAdamW) Arm() {}
+func (z *zero) arm() {}
 
-// GradsReady reduces a unit as soon as a pass has made its gradients (ZeRO-2; nil under ZeRO-1).
-func (z *shardedAdamW) GradsReady() func(unit int) {
-	if !z.eager {
-		return nil
-	}
-	return func(k int) {
-		if k < len(z.units) {
-			z.reduce(z.units[k])
+// options are the pass's hooks: ZeRO-2 and -3 reduce a unit as soon as a pass has made its
+// gradients, and ZeRO-3 gathers each unit's weights while the pass needs them (nothing under
+// ZeRO-1).
+func (z *zero) options() model.ForwardOptions {
+	var o model.ForwardOptions
+	if z.eager {
+		o.GradsReady = func(k int) {
+			if k < len(z.units) {
+				z.reduce(z.units[k])
+			}
 		}
 	}
+	if z.stage == memplan.StageZeRO3 {
+		o.Weights = z
+	}
+	return o
 }
 
-// Passes is the most micro-batches any rank has (ZeRO-2: a collective), n under ZeRO-1.
-func (z *shardedAdamW) Passes(n int) int {
+// passes is the most micro-batches any rank has (ZeRO-2 and -3: a collective), n under ZeRO-1.
+func (z *zero) passes(n int) int {
 	if !z.eager {
 		return n
 	}
@@ -298,11 +292,11 @@ func (z *shardedAdamW) Passes(n int) int {
 	return int(most)
 }
 
-// Idle makes a pass's collectives with no gradients of this rank (ZeRO-2 and -3), in the order
+// idle makes a pass's collectives with no gradients of this rank (ZeRO-2 and -3), in the order
 // model.Pass makes them (see model.ForwardOptions.Weights): ZeRO-3's gathers in the forward
 // pass, then the reductions from the last unit down to the embedding, each layer gathered again
 // first under ZeRO-3.
-func (z *shardedAdamW) Idle() {
+func (z *zero) idle() {
 	if !z.eager {
 		return
 	}
@@ -327,9 +321,9 @@ func (z *shardedAdamW) Idle() {
 	z.Release(0)
 }
 
-// ClipGradNorm reduces the gradients into this rank's shards (ZeRO-1; ZeRO-2 has already) and
+// clip reduces the gradients into this rank's shards (ZeRO-1; ZeRO-2 and -3 have already) and
 // clips them by the global norm.
-func (z *shardedAdamW) ClipGradNorm(maxNorm float64) float64 {
+func (z *zero) clip(maxNorm float64) float64 {
 	if !z.eager {
 		for _, u := range z.units {
 			z.reduce(u)
@@ -349,9 +343,9 @@ func (z *shardedAdamW) ClipGradNorm(maxNorm float64) float64 {
 	return norm
 }
 
-// Step updates this rank's shards, gathers every rank's into the parameters and clears the
-// gradient sums.
-func (z *shardedAdamW) Step(lr float64) {
+// step updates this rank's shards, gathers every rank's into the parameters (unless they are
+// sharded) and clears the gradient sums.
+func (z *zero) step(lr float64) {
 	for _, pc := range z.pieces {
 		pc.master.SetGrad(pc.grd)
 	}
@@ -366,7 +360,7 @@ func (z *shardedAdamW) Step(lr float64) {
 }
 
 // gather all-gathers the masters and writes them into the parameters.
-func (z *shardedAdamW) gather() {
+func (z *zero) gather() {
 	world := int64(z.pg.Size())
 	torch.NoGrad(func() {
 		s := torch.NewScope()
@@ -383,16 +377,15 @@ func (z *shardedAdamW) gather() {
 	})
 }
 
-func (z *shardedAdamW) Skip() {
+func (z *zero) skip() {
 	torch.ZeroGrad(z.params)
 	torch.NoGrad(func() { z.grad.Fill_(0) })
 	z.opt.Skip()
 }
 
-// Master is nil: no rank holds a whole master (State has them).
-func (z *shardedAdamW) Master(string) *torch.Tensor { return nil }
+func (z *zero) steps() int { return int(z.opt.Steps() + z.opt.Skipped()) }
 
-func (z *shardedAdamW) Close() {
+func (z *zero) close() {
 	z.settle()
 	z.opt.Close()
 	z.scope.Close()

@@ -1,4 +1,4 @@
-package grpo
+package shard
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/internal/ranks"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -25,7 +26,7 @@ func TestMemoryModelGloo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 7 processes")
 	}
-	requireGloo(t)
+	ranks.RequireGloo(t)
 	for _, world := range []int{1, 2, 4} {
 		runMemoryRanks(t, world, 60*time.Second)
 	}
@@ -34,7 +35,7 @@ func TestMemoryModelGloo(t *testing.T) {
 // runMemoryRanks runs TestMemoryWorker in world processes and checks that each says ok.
 func runMemoryRanks(t *testing.T, world int, timeout time.Duration) {
 	t.Helper()
-	errs, outs := runRanks(t, "TestMemoryWorker", world, timeout, memWorkerEnv+"=1")
+	errs, outs := ranks.Run(t, "TestMemoryWorker", world, timeout, memWorkerEnv+"=1")
 	for r, err := range errs {
 		if err != nil || !strings.Contains(outs[r], fmt.Sprintf("memory worker rank %d ok", r)) {
 			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
@@ -104,13 +105,9 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 	}
 	defer m.Close()
 	m.SetTrainable(true)
-	var d *Dist
-	if pg != nil {
-		if d, err = NewDist(pg, DistConfig{Stage: stage, BucketBytes: bucket}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	opt, err := d.newOptimizer(m.Parameters(), layoutOf(m), 1e-3, Defaults().Optim)
+	set := zeroSettings
+	set.Stage, set.BucketBytes, set.MaxGradNorm = stage, bucket, 1
+	opt, err := New(m.Parameters(), UnitsOf(m), pg, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,19 +140,19 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 			checkInFlight(t, name, m, opt, kv, want, p)
 			return
 		case stage == memplan.StageZeRO3 && pg != nil:
-			checkGathered(t, name, m, opt.(*shardedAdamW), kv, want, p)
+			checkGathered(t, name, m, opt.e.(*zero), kv, want, p)
 			return
 		}
-		for _, w := range m.ParameterTensors() {
-			w.Square().Sum(false).Backward()
-		}
-		got := measureRank(m, opt, kv)
-		t.Logf("%s, after backward: holds %+v", name, got)
-		if got != want {
-			t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
-		}
-		opt.ClipGradNorm(1)
-		opt.Step(1e-3)
+		step(t, opt, func(model.ForwardOptions) {
+			for _, w := range m.ParameterTensors() {
+				w.Square().Sum(false).Backward()
+			}
+			got := measureRank(m, opt, kv)
+			t.Logf("%s, after backward: holds %+v", name, got)
+			if got != want {
+				t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
+			}
+		})
 		want.Grads -= p.Weights // the step drops the weights' gradients (set to none); the rest stays
 		if got := measureRank(m, opt, kv); got != want {
 			t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
@@ -166,26 +163,25 @@ func checkRankMemory(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt t
 // checkInFlight measures ZeRO-2 at its peak (run without gradient checkpointing): a backward
 // pass through every unit but the last, the final norm's, which the head's backward has already
 // reduced; then after the reductions and the step, where only the shards remain.
-func checkInFlight(t *testing.T, name string, m *model.Model, opt optimizer, kv *model.KVCache, want rankBytes,
+func checkInFlight(t *testing.T, name string, m *model.Model, opt *Optimizer, kv *model.KVCache, want rankBytes,
 	p memplan.Plan) {
-	ready := opt.GradsReady()
-	last := m.NumUnits() - 1
-	for i, w := range m.ParameterTensors() {
-		if m.Units()[i] != last {
-			w.Square().Sum(false).Backward()
+	step(t, opt, func(fo model.ForwardOptions) {
+		last := m.NumUnits() - 1
+		for i, w := range m.ParameterTensors() {
+			if m.Units()[i] != last {
+				w.Square().Sum(false).Backward()
+			}
 		}
-	}
-	ready(last)
-	got := measureRank(m, opt, kv)
-	t.Logf("%s, after backward: holds %+v", name, got)
-	if got != want {
-		t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
-	}
-	for u := last - 1; u >= 0; u-- {
-		ready(u)
-	}
-	opt.ClipGradNorm(1)
-	opt.Step(1e-3)
+		fo.GradsReady(last)
+		got := measureRank(m, opt, kv)
+		t.Logf("%s, after backward: holds %+v", name, got)
+		if got != want {
+			t.Errorf("%s, after backward: holds %+v, predicted %+v", name, got, want)
+		}
+		for u := last - 1; u >= 0; u-- {
+			fo.GradsReady(u)
+		}
+	})
 	want.Grads -= p.GradsInFlight
 	if got := measureRank(m, opt, kv); got != want {
 		t.Errorf("%s, after the step: holds %+v, want %+v", name, got, want)
@@ -195,13 +191,13 @@ func checkInFlight(t *testing.T, name string, m *model.Model, opt optimizer, kv 
 // checkGathered measures ZeRO-3 with the weights sharded (the update), with the units a pass holds
 // at once gathered (the tied embedding and a layer), and whole again (generation). The tiny
 // model's head is tied.
-func checkGathered(t *testing.T, name string, m *model.Model, z *shardedAdamW, kv *model.KVCache, want rankBytes,
+func checkGathered(t *testing.T, name string, m *model.Model, z *zero, kv *model.KVCache, want rankBytes,
 	p memplan.Plan) {
 	if !m.Config.TieWordEmbeddings {
 		t.Fatalf("%s: the tiny model's head is not tied", name)
 	}
 	want.Grads -= p.GradsInFlight // no pass under way
-	z.Shard()
+	z.shard()
 	if got := measureRank(m, z, kv); got != want {
 		t.Errorf("%s, sharded: holds %+v, predicted %+v", name, got, want)
 	}
@@ -214,16 +210,30 @@ func checkGathered(t *testing.T, name string, m *model.Model, z *shardedAdamW, k
 	}
 	z.Release(1)
 	z.Release(0)
-	z.Unshard()
+	z.unshard()
 	want.Weights = p.GatheredForRollout
 	if got := measureRank(m, z, kv); got != want {
 		t.Errorf("%s, whole again: holds %+v, predicted %+v", name, got, want)
 	}
 }
 
+// step makes one pass (backward: its backward pass, given the pass's options) and a step.
+func step(t *testing.T, opt *Optimizer, backward func(model.ForwardOptions)) {
+	_, err := opt.Passes(1, func(_ int, fo model.ForwardOptions) error {
+		backward(fo)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stepped, err := opt.Step(1e-3); !stepped || err != nil {
+		t.Fatalf("stepped %v, %v", stepped, err)
+	}
+}
+
 // measureRank sums the tensor bytes of the model, its gradients, the optimizer's state and the KV
 // cache by category.
-func measureRank(m *model.Model, opt optimizer, kv *model.KVCache) rankBytes {
+func measureRank(m *model.Model, opt any, kv *model.KVCache) rankBytes {
 	var b rankBytes
 	for _, w := range m.ParameterTensors() {
 		b.Weights += tensorBytes(w)
@@ -232,12 +242,14 @@ func measureRank(m *model.Model, opt optimizer, kv *model.KVCache) rankBytes {
 	b.KVCache = tensorBytes(kv.K...) + tensorBytes(kv.V...)
 	var st map[string]*torch.Tensor
 	switch o := opt.(type) {
-	case *wholeAdamW:
-		st = o.AdamW.State()
+	case *Optimizer:
+		return measureRank(m, o.e, kv)
+	case *whole:
+		st = o.opt.State()
 		if o.buckets != nil {
 			b.Comm = o.buckets.Bytes()
 		}
-	case *shardedAdamW:
+	case *zero:
 		st = o.opt.State()
 		b.Masters, b.Grads, b.Comm = tensorBytes(o.master), b.Grads+tensorBytes(o.grad), tensorBytes(o.buf, o.wire, o.ahead, o.aheadIn)
 	}

@@ -1,21 +1,20 @@
-package grpo
+package shard
 
 import (
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
-	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // ZeRO-3 (stage 3: parameter partitioning) for the update, with whole weights for generation, as
-// DeepSpeed's hybrid engine does. Outside the update every rank holds the whole policy: the
+// DeepSpeed's hybrid engine does. Outside Optimizer.Update every rank holds the whole weights: the
 // rollout, the scoring passes, evaluation, checkpoints and export run as without sharding. The
-// update starts with Shard: every parameter's tensor is freed and the parameter, a *torch.Tensor
+// update starts with shard: every parameter's tensor is freed and the parameter, a *torch.Tensor
 // the model keeps, is pointed at an empty placeholder (torch.Tensor.Swap); the rank then holds of
 // the weights only its shards of the float32 masters. A training pass (model.ForwardOptions.Weights,
 // with gradient checkpointing) gathers each unit from every rank's master shards just before its
 // forward, and again for its backward, into tensors of the parameters' dtype that the parameters
 // are swapped with, and frees them after (in the backward, once its gradients are reduced). The
-// optimizer's step updates the master shards only; Unshard, at the end of the update, gathers the
+// optimizer's step updates the master shards only; unshard, at the end of the update, gathers the
 // whole policy again (the copy the next rollout generates from). What a rank holds in the update
 // is its shards and one or two units at a time (a tied embedding stays gathered through a pass);
 // while generating, the whole bfloat16 policy besides them: when even that copy does not fit,
@@ -28,12 +27,12 @@ import (
 // it into the parameters. The buffer holds the largest decoder layer, so ZeRO-3 keeps W·s_max +
 // s_max elements of the weights' dtype besides its rounds' buffers (memplan counts them); a larger
 // unit (the embedding, an untied head) is gathered when it is needed. A Gather out of
-// that order (Unshard, a measurement) waits for any prefetch first and gathers in rounds; so does
+// that order (unshard, a measurement) waits for any prefetch first and gathers in rounds; so does
 // the optimizer's step, so that no gather of the old masters outlives it.
 
-// Shard frees the whole weights for the update (ZeRO-3; nothing otherwise). The masters hold
+// shard frees the whole weights for the update (ZeRO-3; nothing otherwise). The masters hold
 // them: they equal the weights whenever the weights are whole.
-func (z *shardedAdamW) Shard() {
+func (z *zero) shard() {
 	if z.stage != memplan.StageZeRO3 || z.sharded {
 		return
 	}
@@ -48,8 +47,8 @@ func (z *shardedAdamW) Shard() {
 	z.sharded = true
 }
 
-// Unshard gathers the whole weights again (a collective).
-func (z *shardedAdamW) Unshard() {
+// unshard gathers the whole weights again (a collective).
+func (z *zero) unshard() {
 	if !z.sharded {
 		return
 	}
@@ -68,7 +67,7 @@ func (z *shardedAdamW) Unshard() {
 // parameters' dtype, filled from every rank's master shards, that require grad, swapped into the
 // parameters (whose placeholders full keeps). It then starts the prefetch of the unit the pass
 // gathers next.
-func (z *shardedAdamW) Gather(k int) {
+func (z *zero) Gather(k int) {
 	next := z.advance(k)
 	if !z.sharded || k >= len(z.units) || z.units[k].gathered {
 		return
@@ -139,7 +138,7 @@ func passOrder(n int, tied bool) []int {
 
 // advance moves the cursor past a gather of unit k and returns the unit the pass gathers next
 // (-1: none, or k out of the order: the cursor then waits for a pass's first gather).
-func (z *shardedAdamW) advance(k int) int {
+func (z *zero) advance(k int) int {
 	switch {
 	case len(z.order) == 0:
 		return -1
@@ -157,7 +156,7 @@ func (z *shardedAdamW) advance(k int) int {
 }
 
 // prefetch starts the gather of unit k's master shards, cast to the weights' dtype, into ahead.
-func (z *shardedAdamW) prefetch(k int) {
+func (z *zero) prefetch(k int) {
 	u, world := z.units[k], int64(z.pg.Size())
 	in, out := z.aheadIn.Narrow(0, 0, u.shard), z.ahead.Narrow(0, 0, world*u.shard)
 	torch.NoGrad(func() { in.Copy_(z.master.Narrow(0, u.local, u.shard)) })
@@ -165,7 +164,7 @@ func (z *shardedAdamW) prefetch(k int) {
 }
 
 // settle waits for the prefetch in flight, if any (ahead then holds its unit).
-func (z *shardedAdamW) settle() {
+func (z *zero) settle() {
 	if z.pending != nil {
 		w := z.pending.work
 		z.pending = nil
@@ -176,7 +175,7 @@ func (z *shardedAdamW) settle() {
 // maxShard is the largest decoder layer's shard (units 1 to n−2; every unit's when there are no
 // layers): what the prefetch buffer holds. The embedding and an untied head, often far larger
 // than a layer, are gathered in rounds, without a prefetch.
-func (z *shardedAdamW) maxShard() int64 {
+func (z *zero) maxShard() int64 {
 	us := z.units
 	if len(us) > 2 {
 		us = us[1 : len(us)-1]
@@ -189,7 +188,7 @@ func (z *shardedAdamW) maxShard() int64 {
 }
 
 // Release frees unit k's gathered weights, pointing its parameters at their placeholders again.
-func (z *shardedAdamW) Release(k int) {
+func (z *zero) Release(k int) {
 	if !z.sharded || k >= len(z.units) || !z.units[k].gathered {
 		return
 	}
@@ -199,13 +198,4 @@ func (z *shardedAdamW) Release(k int) {
 		z.full[i] = nil
 	}
 	z.units[k].gathered = false
-}
-
-// UnitWeights is model.ForwardOptions.Weights for the update's passes: the optimizer under
-// ZeRO-3, nil otherwise.
-func (z *shardedAdamW) UnitWeights() model.UnitWeights {
-	if z.stage != memplan.StageZeRO3 {
-		return nil
-	}
-	return z
 }
