@@ -290,23 +290,36 @@ const (
 	maxPositions    = math.MaxInt32 // positions are int32 in the RoPE tables and the KV cache
 )
 
+// SizeLimit is the most this program supports for the config.json size field name
+// (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+// head_dim, vocab_size, max_position_embeddings); ok is false for another name.
+func SizeLimit(name string) (limit int, ok bool) {
+	limit, ok = sizeLimits[name]
+	return limit, ok
+}
+
+var sizeLimits = map[string]int{
+	"vocab_size": maxVocabSize, "hidden_size": maxHiddenSize, "intermediate_size": maxIntermediate,
+	"num_hidden_layers": maxLayers, "num_attention_heads": maxHeads, "num_key_value_heads": maxHeads,
+	"head_dim": maxHeadDim, "max_position_embeddings": maxPositions,
+}
+
 // checkSizes checks every size field against zero and its bound, naming the field.
 func (c *Config) checkSizes() error {
 	if c.NumKeyValueHeads < 0 || c.HeadDim < 0 {
 		return fmt.Errorf("num_key_value_heads (%d) and head_dim (%d) must not be negative", c.NumKeyValueHeads, c.HeadDim)
 	}
 	for _, f := range []struct {
-		name   string
-		v, max int
-	}{{"vocab_size", c.VocabSize, maxVocabSize}, {"hidden_size", c.HiddenSize, maxHiddenSize},
-		{"intermediate_size", c.IntermediateSize, maxIntermediate}, {"num_hidden_layers", c.NumHiddenLayers, maxLayers},
-		{"num_attention_heads", c.NumAttentionHeads, maxHeads}, {"num_key_value_heads", c.KVHeads(), maxHeads},
-		{"head_dim", c.HeadDimension(), maxHeadDim}, {"max_position_embeddings", c.MaxPositionEmbeddings, maxPositions}} {
+		name string
+		v    int
+	}{{"vocab_size", c.VocabSize}, {"hidden_size", c.HiddenSize}, {"intermediate_size", c.IntermediateSize},
+		{"num_hidden_layers", c.NumHiddenLayers}, {"num_attention_heads", c.NumAttentionHeads},
+		{"num_key_value_heads", c.KVHeads()}, {"head_dim", c.HeadDimension()}, {"max_position_embeddings", c.MaxPositionEmbeddings}} {
 		if f.v <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", f.name, f.v)
 		}
-		if f.v > f.max {
-			return fmt.Errorf("%s %d is larger than this program supports (at most %d)", f.name, f.v, f.max)
+		if f.v > sizeLimits[f.name] {
+			return fmt.Errorf("%s %d is larger than this program supports (at most %d)", f.name, f.v, sizeLimits[f.name])
 		}
 	}
 	return nil

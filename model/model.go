@@ -85,14 +85,21 @@ func (o Options) resolve(c *Config) (torch.Device, torch.DType, error) {
 		o.DType, _ = c.StoredDType()
 	}
 	if o.DType != "" {
-		if dt, err = torch.ParseDType(o.DType); err != nil {
+		if dt, err = ParseDType(o.DType); err != nil {
 			return 0, 0, fmt.Errorf("model: dtype: %w", err)
-		}
-		if dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
-			return 0, 0, fmt.Errorf("model: dtype %s is not a model dtype (float32, bfloat16, float16)", dt)
 		}
 	}
 	return dev, dt, nil
+}
+
+// ParseDType reads a compute dtype as Options.DType takes it ("auto" aside): float32, bfloat16 or
+// float16, under any of torch.ParseDType's names for them (fp32, bf16, half, ...).
+func ParseDType(name string) (torch.DType, error) {
+	dt, err := torch.ParseDType(name)
+	if err != nil || dt != torch.Float32 && dt != torch.BFloat16 && dt != torch.Float16 {
+		return 0, fmt.Errorf("%q is not a model dtype (float32, bfloat16, float16)", name)
+	}
+	return dt, nil
 }
 
 // newModel builds the module tree of c with no weights yet.

@@ -107,6 +107,15 @@ func defaultNproc() int {
 	return 1
 }
 
+// nprocSource says where a process count came from, for errors: the flag, else the variables
+// defaultNproc reads.
+func nprocSource(flag bool, n int) string {
+	if flag {
+		return fmt.Sprintf("--nproc %d", n)
+	}
+	return fmt.Sprintf("%d from $N_GPUS or $GPUS", n)
+}
+
 // withoutFlag removes --name VALUE and --name=VALUE from args.
 func withoutFlag(args []string, name string) []string {
 	var out []string

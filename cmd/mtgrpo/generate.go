@@ -7,6 +7,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/setup"
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
@@ -48,6 +49,11 @@ func generate(args []string) error {
 	}
 	if err := checkSampling(*n, *maxLen, s); err != nil {
 		return err
+	}
+	if *dtype != "" && *dtype != "auto" {
+		if _, err := model.ParseDType(*dtype); err != nil {
+			return usagef("generate: --dtype: %v", err)
+		}
 	}
 	if s.Temperature == 0 { // as in transformers and vLLM: temperature 0 means greedy
 		s.Greedy = true

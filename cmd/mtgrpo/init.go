@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,7 +50,11 @@ func initModel(args []string) error {
 	case !slices.Contains(model.PresetNames(), spec.Preset):
 		return usagef("init: --preset %q: unknown preset (%s)", spec.Preset, strings.Join(model.PresetNames(), ", "))
 	}
-	if err := spec.Check(); err != nil {
+	var fe *modelinit.FieldError
+	switch err := spec.Check(); {
+	case errors.As(err, &fe):
+		return usagef("init: --%s: %v", initFlags[fe.Field], fe.Err)
+	case err != nil:
 		return usagef("init: %v", err)
 	}
 	st, err := newStaging(*out, *force)
@@ -72,3 +77,8 @@ func initModel(args []string) error {
 	fmt.Printf("mtgrpo init: %s %s, %d parameters, seed %d -> %s\n", spec.Arch, spec.Preset, params, spec.Seed, *out)
 	return nil
 }
+
+// initFlags are init's flags by the Spec field (config.json name) they set.
+var initFlags = map[string]string{"arch": "arch", "preset": "preset", "dtype": "dtype", "hidden_size": "hidden-size",
+	"intermediate_size": "intermediate-size", "num_hidden_layers": "layers", "num_attention_heads": "heads",
+	"num_key_value_heads": "kv-heads", "head_dim": "head-dim", "rope_theta": "rope-theta"}

@@ -53,6 +53,9 @@ func planCmd(args []string) error {
 	if err != nil {
 		return configError("plan", err)
 	}
+	if err := cfg.CheckWorld(*nproc, nprocSource(fs.Lookup("nproc").Changed, *nproc)); err != nil {
+		return configError("plan", err)
+	}
 	dir, err := resolveModelConfig("plan", "model", cfg.Model)
 	if err != nil {
 		return err
@@ -63,7 +66,7 @@ func planCmd(args []string) error {
 	}
 	r, err := planRun(cfg, dir, *nproc, device)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return usagef("plan: %v", err) // the configuration or the model's config.json: what was asked
 	}
 	return writePlan(os.Stdout, r, *stages)
 }

@@ -53,6 +53,11 @@ func TestPreflight(t *testing.T) {
 		{[]string{"HF_HUB_OFFLINE=1", "HF_HUB_CACHE=" + dir}, []string{"--model", "org/tiny"}, "org/tiny is not in the Hugging Face cache " + dir},
 		{[]string{"HF_HUB_DOWNLOAD_TIMEOUT=ten"}, []string{"--model", "org/tiny"}, `model: $HF_HUB_DOWNLOAD_TIMEOUT="ten": want a number of seconds`},
 		{nil, []string{"--model", "org/tiny@."}, `the revision "." is not a branch, tag or commit name`},
+		{nil, []string{"--dtype", "float8"}, `--dtype: dtype: "float8" is not a model dtype (float32, bfloat16, float16)`},
+		{nil, []string{"--model", "", "--set", "init.arch=qwen2", "--set", "init.preset=tiny", "--set", "init.hidden_size=100000"},
+			"--set: init.hidden_size: 100000: larger than this program supports (at most 65536)"},
+		{nil, []string{"--nproc", "2", "--set", "dist.rollout_ranks=2"}, "dist.rollout_ranks: 2 rollout rank(s) with 2 process(es) (--nproc 2) leave no rank to train: at most 1"},
+		{nil, []string{"--set", "dist.rollout_ranks=1"}, "1 rollout rank(s) with 1 process(es) (one process) leave no rank to train"},
 	} {
 		if c.want == "" {
 			continue

@@ -71,6 +71,9 @@ func train(args []string) error {
 	}
 	if *nproc > 1 && os.Getenv("WORLD_SIZE") == "" {
 		// The launcher checks once, for all its ranks, and downloads a Hub model before they start.
+		if err := cfg.CheckWorld(*nproc, nprocSource(fs.Lookup("nproc").Changed, *nproc)); err != nil {
+			return configError("train", err)
+		}
 		m, err := preflight("train", cfg, *nproc)
 		if err != nil {
 			return err
@@ -80,13 +83,20 @@ func train(args []string) error {
 		}
 		return spawnRanks(*nproc, append([]string{"train"}, withoutFlag(args, "nproc")...), os.Stdout, os.Stderr)
 	}
-	m, err := preflight("train", cfg, 1)
-	if err != nil {
-		return err
-	}
 	l, err := launched(cfg)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
+	}
+	from := "one process"
+	if l.Distributed() {
+		from = fmt.Sprintf("$WORLD_SIZE=%d from %s", l.Dist.WorldSize, l.Source)
+	}
+	if err := cfg.CheckWorld(max(1, l.Dist.WorldSize), from); err != nil {
+		return configError("train", err)
+	}
+	m, err := preflight("train", cfg, 1)
+	if err != nil {
+		return err
 	}
 	if err := checkMemory("train", cfg, m.policy, max(1, l.Dist.WorldSize)); err != nil {
 		return err

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -82,12 +85,36 @@ func (c *Config) validateRun() error {
 	if c.Device != "cpu" && c.Device != "cuda" && !strings.HasPrefix(c.Device, "cuda:") {
 		return c.bad("device", "%q: want cpu, cuda or cuda:N", c.Device)
 	}
+	if c.DType != "" && c.DType != "auto" {
+		if _, err := model.ParseDType(c.DType); err != nil {
+			return c.bad("dtype", "%v", err)
+		}
+	}
 	if c.Init != nil {
-		if err := c.Init.Spec().Check(); err != nil {
-			return c.bad("init", "%v", err)
+		var fe *modelinit.FieldError
+		switch err := c.Init.Spec().Check(); {
+		case errors.As(err, &fe):
+			return c.bad("init."+fe.Field, "%v", fe.Err)
+		case err != nil:
+			return &Error{Where: c.initOrigin(), Key: "init", Err: err}
 		}
 	}
 	return nil
+}
+
+// initOrigin is where the init: section's settings were given: the origins of its keys, in the
+// order of its fields, once each.
+func (c *Config) initOrigin() string {
+	var where []string
+	for _, k := range tagsOf(reflect.TypeOf(InitConfig{})) {
+		if w, ok := c.origin["init."+k]; ok && !slices.Contains(where, w) {
+			where = append(where, w)
+		}
+	}
+	if len(where) == 0 {
+		return c.Origin("init")
+	}
+	return strings.Join(where, ", ")
 }
 
 func (c *Config) validateEnv() error {
@@ -237,6 +264,16 @@ func (c *Config) validateDist() error {
 	case c.ZeROStage() != memplan.StageDP && d.RolloutRanks > 0:
 		return c.bad("dist.rollout_ranks", "%d rollout ranks with ZeRO stage %d: the rollout ranks would need every shard; set dist.zero_stage 0",
 			d.RolloutRanks, c.ZeROStage())
+	}
+	return nil
+}
+
+// CheckWorld checks dist.rollout_ranks against the processes the run has (world, from what
+// names it: "--nproc 2", "$WORLD_SIZE=4 (torchrun)", "one process"): at least one rank must train.
+func (c *Config) CheckWorld(world int, from string) error {
+	if r := c.Dist.RolloutRanks; r > 0 && r >= world {
+		return c.bad("dist.rollout_ranks", "%d rollout rank(s) with %d process(es) (%s) leave no rank to train: at most %d",
+			r, world, from, max(0, world-1))
 	}
 	return nil
 }

@@ -33,26 +33,55 @@ type Spec struct {
 	RopeTheta float64
 }
 
-// Check names the first bad field of s.
+// FieldError is a bad field of a Spec, naming it (arch, preset, dtype, or a width by its
+// config.json name).
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Check names the first bad field of s: an unknown architecture or preset, a width below 0 or
+// above what the model loader supports (a FieldError), or widths that do not make a model
+// together (heads that do not divide, an odd head_dim), before anything is written or loaded.
 func (s Spec) Check() error {
 	switch {
 	case !slices.Contains(Architectures, s.Arch):
-		return fmt.Errorf("unknown architecture %q (%s)", s.Arch, strings.Join(Architectures, ", "))
+		return &FieldError{"arch", fmt.Errorf("unknown architecture %q (%s)", s.Arch, strings.Join(Architectures, ", "))}
 	case !slices.Contains(model.PresetNames(), s.Preset):
-		return fmt.Errorf("unknown preset %q (%s)", s.Preset, strings.Join(model.PresetNames(), ", "))
+		return &FieldError{"preset", fmt.Errorf("unknown preset %q (%s)", s.Preset, strings.Join(model.PresetNames(), ", "))}
 	}
-	for name, v := range map[string]int{"hidden_size": s.HiddenSize, "intermediate_size": s.IntermediateSize,
-		"num_hidden_layers": s.NumHiddenLayers, "num_attention_heads": s.NumAttentionHeads,
-		"num_key_value_heads": s.NumKeyValueHeads, "head_dim": s.HeadDim} {
-		if v < 0 {
-			return fmt.Errorf("%s %d: must be at least 0 (0 keeps the preset's)", name, v)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"hidden_size", s.HiddenSize}, {"intermediate_size", s.IntermediateSize}, {"num_hidden_layers", s.NumHiddenLayers},
+		{"num_attention_heads", s.NumAttentionHeads}, {"num_key_value_heads", s.NumKeyValueHeads}, {"head_dim", s.HeadDim}} {
+		limit, _ := model.SizeLimit(f.name)
+		switch {
+		case f.v < 0:
+			return &FieldError{f.name, fmt.Errorf("%d: must be at least 0 (0 keeps the preset's)", f.v)}
+		case f.v > limit:
+			return &FieldError{f.name, fmt.Errorf("%d: larger than this program supports (at most %d)", f.v, limit)}
 		}
 	}
 	if s.RopeTheta < 0 {
-		return fmt.Errorf("rope_theta %g: must be at least 0 (0 keeps the architecture's)", s.RopeTheta)
+		return &FieldError{"rope_theta", fmt.Errorf("%g: must be at least 0 (0 keeps the architecture's)", s.RopeTheta)}
 	}
-	return nil
+	if s.DType != "" {
+		if _, err := model.ParseDType(s.DType); err != nil {
+			return &FieldError{"dtype", err}
+		}
+	}
+	// The widths together: the vocabulary does not matter to them, and the tiny preset takes its
+	// tokenizer's, so a placeholder stands in for it here.
+	_, _, err := s.Config(&model.Vocab{Size: checkVocab, BOS: 0, EOS: []int{0}})
+	return err
 }
+
+// checkVocab is the placeholder vocabulary Check builds the config with.
+const checkVocab = 1 << 16
 
 // Config returns the model's config.json and generation_config.json for a vocabulary, with the
 // widths of s applied and checked.
