@@ -13,6 +13,7 @@
 //	train.go                   Train / Pass.Backward: kept or recomputed head, gradient checkpointing
 //	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
 //	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
+//	lora.go                    LoRA adapters on the linear layers: PEFT's init, scale and names
 //
 // # Architectures
 //
@@ -59,6 +60,18 @@
 //	logits, _ = m.Decode(c, []int{0, 1, 2, 3}, next)         // one token per slot
 //	logits, _ = m.Extend(c, []int{4, 1}, [][]int32{newPrompt, {tok}})  // mixed prefill + decode
 //	c.Reset(2)                                               // slot free for the next request
+//
+// # LoRA
+//
+//	m.AddAdapters(model.LoRAConfig{Rank: 16, Alpha: 32, TargetModules: []string{model.AllLinear}}, seed)
+//	m.Parameters()                        // now the adapters only: lora_A / lora_B, float32
+//	m.WithoutAdapters(func() { ... })     // the base model (the KL reference), no second copy
+//	m.MergeAdapters()                     // W ← W + scale·B·A, for a merged export
+//
+// Every Linear carries its adapter (Linear.LoRA) and applies it unmerged, so training, scoring and
+// generation (Prefill, Decode, Extend) all run the same adapted forward. The base weights stay
+// frozen in their dtype. Dropout, when set, applies in Train only; its masks come from the pass's
+// seed, so a layer recomputed by gradient checkpointing draws the forward's masks.
 //
 // Slots are indices the engine manages; each has its own length, and a step may mix slots of any
 // lengths and any number of new tokens.

@@ -236,7 +236,7 @@ func (m *Model) scoreChunk(hflat *torch.Tensor, pred, target []int64, o ForwardO
 // checkTrainable refuses a training pass over frozen weights with a clear message (otherwise
 // libtorch fails deep in backward).
 func (m *Model) checkTrainable() error {
-	if !m.EmbedTokens.RequiresGrad() {
+	if !m.ParameterTensors()[0].RequiresGrad() {
 		return fmt.Errorf("model: weights are frozen: call SetTrainable(true) before Train")
 	}
 	return nil

@@ -7,12 +7,20 @@ import "github.com/mtgrpo/mtgrpo/torch"
 // per architecture in llama.go, qwen2.go and qwen3.go.
 
 // Linear is y = x Wᵀ + b with W [out, in] as HF stores it; Bias is nil when the layer has none.
+// LoRA, when set, adds its low-rank update (lora.go) unless the model's adapters are switched off.
 type Linear struct {
 	Weight, Bias *torch.Tensor
+	LoRA         *Adapter
 }
 
 // Forward applies the layer to x [..., in].
-func (l *Linear) Forward(x *torch.Tensor) *torch.Tensor { return torch.Linear(x, l.Weight, l.Bias) }
+func (l *Linear) Forward(x *torch.Tensor) *torch.Tensor {
+	y := torch.Linear(x, l.Weight, l.Bias)
+	if l.LoRA.active() {
+		y = l.LoRA.add(x, y)
+	}
+	return y
+}
 
 // RMSNorm is weight · x / sqrt(mean(x²) + eps), computed in float32 and cast back before the weight
 // multiply, as HF's LlamaRMSNorm / Qwen2RMSNorm / Qwen3RMSNorm.

@@ -76,3 +76,9 @@ func (l *LlamaDecoderLayer) weights(c *Config) []weight {
 	}
 	return w
 }
+
+// linears is the layer's linear table (adapter targets), module paths relative to the layer.
+func (l *LlamaDecoderLayer) linears() []namedLinear {
+	a := &l.SelfAttn
+	return projections(&a.QProj, &a.KProj, &a.VProj, &a.OProj, &l.MLP)
+}

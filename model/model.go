@@ -27,6 +27,7 @@ type Model struct {
 	invFreq []float32    // RoPE inverse frequencies, llama3 scaling applied
 	rope    ropeTable    // cos / sin by position
 	scope   *torch.Scope // owns the weights and the RoPE table
+	lora    *adapters    // the LoRA adapters (AddAdapters), or nil
 }
 
 // decoderLayer is one block of an architecture (LlamaDecoderLayer, Qwen2DecoderLayer,
@@ -36,6 +37,8 @@ type decoderLayer interface {
 	Forward(x *torch.Tensor, a *attention) *torch.Tensor
 	// weights is the layer's weight table, names relative to model.layers.{i}.
 	weights(c *Config) []weight
+	// linears is the layer's linear modules, paths relative to model.layers.{i}.
+	linears() []namedLinear
 }
 
 var newLayer = map[string]func(c *Config, i int) decoderLayer{
@@ -151,9 +154,17 @@ func (m *Model) ready() {
 // Param is a named trainable tensor (the optimizer takes Parameters as they are).
 type Param = torch.NamedTensor
 
-// Parameters lists every weight once, by HF name (a tied head appears only as the embedding).
+// Parameters lists the trainable tensors by name: every weight once, by HF name (a tied head
+// appears only as the embedding), or, with adapters, only the adapters (PEFT's names below
+// base_model.model.: model.layers.N.self_attn.q_proj.lora_A.weight, then lora_B.weight).
 func (m *Model) Parameters() []Param {
 	var ps []Param
+	if m.lora != nil {
+		for _, a := range m.lora.list {
+			ps = append(ps, Param{Name: a.Name + ".lora_A.weight", Tensor: a.A}, Param{Name: a.Name + ".lora_B.weight", Tensor: a.B})
+		}
+		return ps
+	}
 	for _, w := range m.weights() {
 		ps = append(ps, Param{Name: w.name, Tensor: *w.t})
 	}
@@ -165,6 +176,13 @@ func (m *Model) Parameters() []Param {
 // are complete together in Backward (ForwardOptions.GradsReady), so a sharded optimizer can
 // reduce them unit by unit.
 func (m *Model) Units() []int {
+	if m.lora != nil { // an adapter pair belongs to its layer
+		var us []int
+		for _, a := range m.lora.list {
+			us = append(us, a.Unit, a.Unit)
+		}
+		return us
+	}
 	us := []int{0} // the embedding, first in weights
 	for i, l := range m.Layers {
 		for range l.weights(m.Config) {
@@ -183,13 +201,14 @@ func (m *Model) NumUnits() int { return len(m.Layers) + 2 }
 // ParameterTensors is Parameters without the names, for the optimizer and grad clipping.
 func (m *Model) ParameterTensors() []*torch.Tensor {
 	var ts []*torch.Tensor
-	for _, w := range m.weights() {
-		ts = append(ts, *w.t)
+	for _, p := range m.Parameters() {
+		ts = append(ts, p.Tensor)
 	}
 	return ts
 }
 
-// SetTrainable turns gradient tracking on or off for every weight.
+// SetTrainable turns gradient tracking on or off for every trainable tensor (Parameters: with
+// adapters, the adapters only; the base weights stay frozen).
 func (m *Model) SetTrainable(on bool) {
 	for _, t := range m.ParameterTensors() {
 		t.SetRequiresGrad(on)
@@ -224,6 +243,9 @@ func (c *Config) NumParameters() (int64, error) {
 
 // Close frees the weights. The model is unusable afterwards.
 func (m *Model) Close() {
+	if m.lora != nil {
+		m.lora.scope.Close()
+	}
 	if m.scope != nil {
 		m.scope.Close()
 	}

@@ -66,3 +66,9 @@ func (l *Qwen2DecoderLayer) weights(c *Config) []weight {
 		{"mlp.down_proj.weight", shape(hidden, inter), &m.DownProj.Weight},
 	}
 }
+
+// linears is the layer's linear table (adapter targets), module paths relative to the layer.
+func (l *Qwen2DecoderLayer) linears() []namedLinear {
+	a := &l.SelfAttn
+	return projections(&a.QProj, &a.KProj, &a.VProj, &a.OProj, &l.MLP)
+}

@@ -33,6 +33,7 @@ type Pass struct {
 	last   *torch.Tensor   // output of the last layer: with a graph (plain) or without (Checkpoint)
 	hflat  *torch.Tensor   // last, detached and flattened [rows*cols, hidden]: the head's leaf
 	kept   *Output         // the head's outputs with their graph to hflat (HeadMemoryBudget), or nil
+	seed   uint64          // the pass's LoRA dropout masks (a recomputed layer sees the forward's)
 	done   bool
 }
 
@@ -50,27 +51,8 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 		return nil, fmt.Errorf("model: weights gathered unit by unit need Checkpoint (the backward re-runs each layer)")
 	}
 	ids, a := m.inputs(b)
-	p = &Pass{m: m, b: b, o: o, ids: ids, a: a}
-	if o.Checkpoint {
-		torch.NoGrad(func() {
-			p.gather(0)
-			x := m.embed(ids)
-			if !m.Config.TieWordEmbeddings {
-				p.release(0)
-			}
-			for i, l := range m.Layers {
-				p.inputs = append(p.inputs, x)
-				in := x
-				p.gather(1 + i)
-				x = torch.Scoped(func() *torch.Tensor { return l.Forward(in, a) })
-				p.release(1 + i)
-			}
-			p.last = x
-		})
-		p.gather(m.NumUnits() - 1)
-	} else {
-		torch.EnableGrad(func() { p.last = m.layers(m.embed(ids), a) }) // even inside a caller's NoGrad
-	}
+	p = &Pass{m: m, b: b, o: o, ids: ids, a: a, seed: m.nextDropSeed()}
+	m.dropping(p.seed, func() { p.forward(ids, a) })
 	hidden := int64(m.Config.HiddenSize)
 	p.hflat = p.last.View(-1, hidden).Detach().SetRequiresGrad(true)
 	p.trainHead()
@@ -79,6 +61,32 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 		torch.EnableGrad(func() { p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...) })
 	}
 	return p, nil
+}
+
+// forward runs the decoder layers: without a graph, keeping each layer's input (Checkpoint), or
+// with the autograd graph.
+func (p *Pass) forward(ids *torch.Tensor, a *attention) {
+	m := p.m
+	if !p.o.Checkpoint {
+		torch.EnableGrad(func() { p.last = m.layers(m.embed(ids), a) }) // even inside a caller's NoGrad
+		return
+	}
+	torch.NoGrad(func() {
+		p.gather(0)
+		x := m.embed(ids)
+		if !m.Config.TieWordEmbeddings {
+			p.release(0)
+		}
+		for i, l := range m.Layers {
+			p.inputs = append(p.inputs, x)
+			in := x
+			p.gather(1 + i)
+			x = torch.Scoped(func() *torch.Tensor { return l.Forward(in, a) })
+			p.release(1 + i)
+		}
+		p.last = x
+	})
+	p.gather(m.NumUnits() - 1)
 }
 
 // trainHead computes the head's outputs as leaves that require grad, the loss's inputs. When the
@@ -140,6 +148,11 @@ func (p *Pass) Backward(loss *torch.Tensor) (err error) {
 	}
 	if !p.m.Config.TieWordEmbeddings {
 		p.gather(0)
+	}
+	if !p.m.EmbedTokens.RequiresGrad() { // frozen (LoRA): nothing below the layers to train
+		p.ready(0)
+		p.release(0)
+		return nil
 	}
 	torch.EnableGrad(func() {
 		x := p.m.embed(p.ids)
@@ -231,10 +244,12 @@ func (p *Pass) backwardLayer(l int, g *torch.Tensor) *torch.Tensor {
 	return torch.Scoped(func() *torch.Tensor {
 		x := p.inputs[l].Detach().SetRequiresGrad(true)
 		var gin *torch.Tensor
-		torch.EnableGrad(func() {
-			y := p.m.Layers[l].Forward(x, p.a)
-			torch.Backward([]*torch.Tensor{y}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
-			gin = x.Grad()
+		p.m.dropping(p.seed, func() {
+			torch.EnableGrad(func() {
+				y := p.m.Layers[l].Forward(x, p.a)
+				torch.Backward([]*torch.Tensor{y}, torch.BackwardOpts{GradOutputs: []*torch.Tensor{g}})
+				gin = x.Grad()
+			})
 		})
 		p.inputs[l].Free()
 		return gin
