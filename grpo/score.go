@@ -17,7 +17,7 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 		if err := timedDo(m, phaseOldLogProb, func() error {
 			set := func(s *sample, v []float32) { s.old = v }
 			return t.dist.scoreShared(samples, func(part []*sample) error {
-				return t.logProbs(t.ms.Policy, part, set)
+				return t.logProbs(t.ms.Policy, false, part, set)
 			}, func(s *sample) []float32 { return s.old }, set)
 		}); err != nil {
 			return err
@@ -27,7 +27,8 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 		if err := timedDo(m, phaseRef, func() error {
 			set := func(s *sample, v []float32) { s.ref = v }
 			return t.dist.scoreShared(samples, func(part []*sample) error {
-				return t.logProbs(t.ms.Reference, part, set)
+				ref, base := t.reference()
+				return t.logProbs(ref, base, part, set)
 			}, func(s *sample) []float32 { return s.ref }, set)
 		}); err != nil {
 			return err
@@ -47,7 +48,7 @@ func (t *Trainer) score(samples []*sample, m Metrics) error {
 
 // logProbs computes mod's log-probs of every sample (at the sampling temperature, micro-batch by
 // micro-batch, no grad) and hands each sample its per-token values.
-func (t *Trainer) logProbs(mod *model.Model, samples []*sample, set func(*sample, []float32)) error {
+func (t *Trainer) logProbs(mod *model.Model, base bool, samples []*sample, set func(*sample, []float32)) error {
 	for _, micro := range pack(samples, t.cfg.Update.MicroTokens) {
 		b, err := batchOf(micro)
 		if err != nil {
@@ -56,7 +57,13 @@ func (t *Trainer) logProbs(mod *model.Model, samples []*sample, set func(*sample
 		err = torch.Do(func() error {
 			s := torch.NewScope()
 			defer s.Close()
-			out, err := mod.LogProbs(b, model.ForwardOptions{Temperature: t.temperature()})
+			var out *model.Output
+			score := func() { out, err = mod.LogProbs(b, model.ForwardOptions{Temperature: t.temperature()}) }
+			if base { // switched inside this torch task, so that no generation step sees it
+				mod.WithoutAdapters(score)
+			} else {
+				score()
+			}
 			if err != nil {
 				return err
 			}
@@ -127,4 +134,14 @@ func perToken(b *model.Batch, micro []*sample, dev torch.Device, get func(*sampl
 		panic(err) // the slices are built with the samples' lengths: a mismatch is a bug here
 	}
 	return t
+}
+
+// reference is the KL term's reference model: Models.Reference, or, when the policy trains LoRA
+// adapters and no reference was given, the policy with its adapters switched off (base true): the
+// base model, with no second copy of the weights.
+func (t *Trainer) reference() (m *model.Model, base bool) {
+	if t.ms.Reference == nil && t.ms.Policy.LoRA() != nil {
+		return t.ms.Policy, true
+	}
+	return t.ms.Reference, false
 }

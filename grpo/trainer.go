@@ -19,7 +19,8 @@ type Models struct {
 	// Policy generates (through the Generator, on the same weights) and trains; its weights are
 	// updated in place and must be trainable.
 	Policy *model.Model
-	// Reference is the frozen model of the KL term; required only when Loss.KLCoef > 0.
+	// Reference is the frozen model of the KL term; required only when Loss.KLCoef > 0 and the
+	// policy has no LoRA adapters (then the reference is the policy with its adapters off).
 	Reference *model.Model
 	// Critic is the value model; required only for the gae estimator.
 	Critic *Critic
@@ -81,7 +82,7 @@ func New(ms Models, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.E
 	switch {
 	case ms.Policy == nil || gen == nil || tok == nil || envs == nil:
 		return nil, fmt.Errorf("grpo: a trainer needs a policy, a generator, a tokenizer and an environment")
-	case cfg.NeedsReference() && ms.Reference == nil:
+	case cfg.NeedsReference() && ms.Reference == nil && ms.Policy.LoRA() == nil:
 		return nil, fmt.Errorf("grpo: a KL term (loss.kl_coef %v, reward.kl_coef %v) needs a reference model",
 			cfg.Loss.KLCoef, cfg.Reward.KLCoef)
 	case cfg.NeedsCritic() && ms.Critic == nil:

@@ -40,9 +40,9 @@ type Units struct {
 	Tied bool
 }
 
-// UnitsOf is m's units, for m's Parameters.
+// UnitsOf is m's units, for m's Parameters (with LoRA adapters, no parameter is tied).
 func UnitsOf(m *model.Model) Units {
-	return Units{Of: m.Units(), Tied: m.Config.TieWordEmbeddings}
+	return Units{Of: m.Units(), Tied: m.Config.TieWordEmbeddings && m.LoRA() == nil}
 }
 
 // Optimizer is AdamW over a list of trainable parameters (float32 master weights for bfloat16

@@ -26,6 +26,9 @@ type Options struct {
 	Seed uint64
 	// Trainable keeps autograd state on the weights (train); off for generation only.
 	Trainable bool
+	// LoRA, when set, attaches fresh adapters (seeded by Seed) after loading: with Trainable only
+	// they train, and the base weights stay frozen in their dtype.
+	LoRA *model.LoRAConfig
 	// Progress, when set, follows the weight loading.
 	Progress model.Progress
 	// Parked, when > 0, adds that many KV slots that keep finished calls' caches for the next
@@ -62,6 +65,12 @@ func Open(o Options) (*Policy, error) {
 	m, err := model.Load(o.Dir, model.Options{Device: o.Device, DType: dtype, Progress: o.Progress})
 	if err != nil {
 		return nil, err
+	}
+	if o.LoRA != nil {
+		if err := m.AddAdapters(*o.LoRA, o.Seed); err != nil {
+			m.Close()
+			return nil, err
+		}
 	}
 	if o.Trainable {
 		m.SetTrainable(true)
