@@ -50,6 +50,7 @@ var commands = []struct {
 	{"export", "write a checkpoint's policy as a model directory transformers loads", exportCmd},
 	{"demo", "the embedded default job on CPU: a tiny model learns a tool task (train with configs/demo.yaml)", demo},
 	{"init", "write a randomly initialised model directory (--arch --preset --seed --out)", initModel},
+	{"serve", "serve a model or checkpoint on an OpenAI-compatible chat endpoint, for trying an agent by hand", serveCmd},
 	{"generate", "sample continuations of prompts (--model --prompt [--n --temperature ...])", generate},
 	{"data", "gen: write generated tasks as verl-style parquet/JSONL; check FILE: validate a dataset", dataCmd},
 	{"report", "write RUN/report.html: charts, metrics, config and trajectories of a run", reportCmd},

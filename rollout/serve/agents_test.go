@@ -250,16 +250,21 @@ func TestFailingProgramsAreContained(t *testing.T) {
 	}{
 		{[]string{"node", js}, ""},
 		{[]string{"sh", "-c", "exit 3"}, "exited with status 3"},
-		{[]string{"sleep", "30"}, "ran past its time limit"},
+		{[]string{"sleep", "60"}, "ran past its time limit"},
 		{[]string{"sh", "-c", `echo '{"reward": 1}'`}, "made no chat completion call"},
 		{[]string{"node", "-e", call + `c.chat.completions.create({model: "m", n: 2, messages: [{role: "user", content: "x"}]}).then(() => console.log('{"reward": 1}'))`}, "one choice per request"},
 		{[]string{"node", "-e", call + `c.chat.completions.create({model: "m", messages: [{role: "user", content: "x"}]}).then(() => console.log('{"reward": NaN}'))`}, "not a JSON object"},
 		{[]string{"node", "-e", call + `c.chat.completions.create({model: "m", messages: [{role: "user", content: "x"}]}).then(() => console.log("done"))`}, "reported no reward"},
 	}
-	g := newAgentRig(t, agent.Config{Command: []string{"true"}, Time: 2 * time.Second, Env: map[string]string{"NODE_PATH": nodeModules}})
+	g := newAgentRig(t, agent.Config{Command: []string{"true"}, Env: map[string]string{"NODE_PATH": nodeModules}})
 	tasks := multTasks(t, 1)
 	for _, c := range cases {
 		g.agents.cfg.Command = c.prog
+		// Time enough for node to start on a loaded machine; the sleeper is killed at 1 s.
+		g.agents.cfg.Time = time.Minute
+		if c.prog[0] == "sleep" {
+			g.agents.cfg.Time = time.Second
+		}
 		g.agents.cfg.Reward = agent.FromProgram
 		if c.want == "" {
 			g.agents.cfg.Reward = agent.FromTask

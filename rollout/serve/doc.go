@@ -34,7 +34,9 @@
 // # Sessions and token-exact calls
 //
 // The API key identifies a session: an episode in training (Server.Open), or any client under
-// Config.AnyKey. Every completed call is a Call: the prompt ids as the engine was given them, the
+// Config.AnyKey (mtgrpo serve; Config.APIKey restricts it to one key). AnyKey's sessions keep
+// their newest calls only, and the server the most recently used sessions, so that a long-running
+// server's memory is bounded. Every completed call is a Call: the prompt ids as the engine was given them, the
 // sampled ids and their log-probs, the messages and the reply. A call whose messages extend an
 // earlier call's messages and reply reuses that call's prompt and output ids as they were
 // (plan.go says how the rest is found), so each call trains on exactly what the model saw and

@@ -49,9 +49,13 @@ const maxCandidates = 16
 type Session struct {
 	Key string
 	lim Limits
+	// keep, when > 0, bounds the calls kept to the newest keep (a session of mtgrpo serve, which
+	// nobody trains on); 0 keeps every call (an episode).
+	keep int
 
 	mu       sync.Mutex
 	calls    []*Call
+	count    int // calls completed, kept or not
 	segments int
 	tokens   int  // sampled tokens so far
 	inflight int  // calls being generated
@@ -129,7 +133,7 @@ func (s *Session) admit(maxNew *int, abort func()) (int, *apiError) {
 	switch {
 	case s.closed:
 		return 0, &apiError{Status: 409, Message: "the episode of this API key is over", Type: typeInvalid, Code: strp(codeEnded)}
-	case s.lim.MaxCalls > 0 && len(s.calls)+s.inflight >= s.lim.MaxCalls:
+	case s.lim.MaxCalls > 0 && s.count+s.inflight >= s.lim.MaxCalls:
 		s.limited = "max_calls"
 		return 0, &apiError{Status: 429, Message: "this episode made its limit of " + itoa(s.lim.MaxCalls) + " calls (env.agent.max_calls)",
 			Type: typeInvalid, Code: strp(codeLimit)}
@@ -156,13 +160,24 @@ func (s *Session) finish(id int, c *Call) {
 	if c == nil {
 		return
 	}
-	c.Index = len(s.calls)
+	c.Index = s.count
+	s.count++
 	if c.Extends < 0 {
 		c.Segment = s.segments
 		s.segments++
 	}
 	s.tokens += len(c.Output)
 	s.calls = append(s.calls, c)
+	if s.keep > 0 && len(s.calls) > s.keep {
+		s.calls = slices.Delete(s.calls, 0, len(s.calls)-s.keep)
+	}
+}
+
+// busy says whether a call of the session is being generated.
+func (s *Session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight > 0
 }
 
 // candidates are the newest completed calls, newest first.

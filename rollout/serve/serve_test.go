@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -313,5 +314,73 @@ func TestModelsAndReward(t *testing.T) {
 	}
 	if r := sess.Reward(); r == nil || r.Reward != 0.5 || r.Metrics["steps"] != 3 {
 		t.Errorf("reward %+v", r)
+	}
+}
+
+// Under AnyKey (mtgrpo serve) with an APIKey only that key is served, and a session keeps only
+// its newest maxCandidates calls, numbered on.
+func TestAnyKeySessionKeepsNewestCalls(t *testing.T) {
+	tok := tiny(t)
+	ts := startServer(t, scripted(t, tok, 1, 64, func(string) string { return "ok" }), 0, Config{AnyKey: true, APIKey: "secret"})
+	hi := map[string]any{"model": "m", "max_tokens": 2, "messages": []any{map[string]any{"role": "user", "content": "Hi"}}}
+	for _, key := range []string{"", "other"} {
+		if code, out, _ := post(t, ts.url+"/v1/chat/completions", key, hi); code != 401 || jpath(out, "error", "code") != codeInvalidKey {
+			t.Errorf("key %q: %d %v", key, code, out)
+		}
+	}
+	for i := range maxCandidates + 4 {
+		if code, _, raw := post(t, ts.url+"/v1/chat/completions", "secret", hi); code != 200 {
+			t.Fatalf("call %d: %d %s", i, code, raw)
+		}
+	}
+	calls := ts.sessions["secret"].Calls()
+	if len(calls) != maxCandidates || calls[0].Index != 4 || calls[len(calls)-1].Index != maxCandidates+3 {
+		t.Errorf("%d calls kept, indices %d..%d: want %d, 4..%d", len(calls), calls[0].Index, calls[len(calls)-1].Index, maxCandidates, maxCandidates+3)
+	}
+}
+
+// At most maxAnySessions AnyKey sessions are kept, the least recently used idle one making room
+// for a new key.
+func TestAnyKeySessionsAreBounded(t *testing.T) {
+	tok := tiny(t)
+	open := startServer(t, scripted(t, tok, 1, 64, func(string) string { return "ok" }), 0, Config{AnyKey: true})
+	for i := range maxAnySessions + 1 { // a reward report opens a session as a call does
+		if code, _, raw := post(t, open.url+"/v1/mtgrpo/reward", fmt.Sprint("k", i), map[string]any{"reward": 1}); code != 200 {
+			t.Fatalf("key %d: %d %s", i, code, raw)
+		}
+		if i == maxAnySessions-1 { // k0 used again before the last key: k1 is the least recently used
+			post(t, open.url+"/v1/mtgrpo/reward", "k0", map[string]any{"reward": 1})
+		}
+	}
+	open.mu.Lock()
+	_, k0 := open.sessions["k0"]
+	_, k1 := open.sessions["k1"]
+	n := len(open.sessions)
+	open.mu.Unlock()
+	if n != maxAnySessions || !k0 || k1 {
+		t.Errorf("%d sessions (k0 kept %v, k1 kept %v): want %d, k1 dropped", n, k0, k1, maxAnySessions)
+	}
+}
+
+// A stream sends text up to the earliest stop string, holds back the longest tail that could
+// still begin one, and never splits a character.
+func TestSendable(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		stops []string
+		want  int
+	}{
+		{"abc", nil, 3},
+		{"abc", []string{"cd"}, 2},          // "c" could begin "cd"
+		{"abc", []string{"bcd", "cd"}, 1},   // the longest tail that begins one: "bc"
+		{"ab hel", []string{"he"}, 3},       // a token brought "hel": only "ab " is sent
+		{"ab hel", []string{"l", "he"}, 3},  // the earliest match counts
+		{"a\uFFFD", []string{"\uFFFDz"}, 1}, // the whole replacement character is held
+		{"a\uFFFDb", []string{"zz"}, 5},     // nothing to hold
+		{"héllo", []string{"llo!"}, 3},      // "llo" could begin "llo!": "hé" (3 bytes) is sent
+	} {
+		if got := sendable(c.text, c.stops); got != c.want {
+			t.Errorf("sendable(%q, %q) = %d, want %d", c.text, c.stops, got, c.want)
+		}
 	}
 }

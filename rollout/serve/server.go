@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,9 @@ type Config struct {
 	// AnyKey makes any API key (or none) open a session of its own on its first call (mtgrpo
 	// serve); otherwise only keys opened with Open are served.
 	AnyKey bool
+	// APIKey, when set, is the only key AnyKey serves (mtgrpo serve --api-key): a request with
+	// another key, or none, is refused (401).
+	APIKey string
 	// Limits bound the sessions AnyKey opens.
 	Limits Limits
 	// Log receives one line per refused or failed call (nil: dropped).
@@ -43,6 +47,12 @@ type Config struct {
 
 // maxBody bounds a request body.
 const maxBody = 32 << 20
+
+// maxAnySessions bounds the sessions AnyKey keeps: a new key beyond it replaces the least
+// recently used session that has no call in flight. Such sessions keep only their newest
+// maxCandidates calls (the ones a next call may extend), so a long-running server's memory stays
+// bounded whatever its clients send.
+const maxAnySessions = 256
 
 // Server is the OpenAI-compatible endpoint over the engine: POST /v1/chat/completions, GET
 // /v1/models, and POST /v1/mtgrpo/reward for a program's reward. Handlers run on their own
@@ -57,6 +67,8 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	seeds    map[*Session]uint64
+	anyUsed  map[*Session]int64 // the sessions AnyKey opened, by when they were last used
+	clock    int64
 	created  int64
 }
 
@@ -75,7 +87,7 @@ func New(gen rollout.Generator, cache *PrefixCache, tok *tokenizer.Tokenizer, st
 		}
 	}
 	s := &Server{cfg: cfg, tok: tok, pump: newPump(gen, cache), maxLen: gen.MaxLen(), stops: map[int32]bool{},
-		sessions: map[string]*Session{}, seeds: map[*Session]uint64{}, created: time.Now().Unix()}
+		sessions: map[string]*Session{}, seeds: map[*Session]uint64{}, anyUsed: map[*Session]int64{}, created: time.Now().Unix()}
 	for _, id := range stops {
 		s.stops[int32(id)] = true
 	}
@@ -85,6 +97,9 @@ func New(gen rollout.Generator, cache *PrefixCache, tok *tokenizer.Tokenizer, st
 // Run serves calls until stop is closed or ctx ends (torch thread); calls still running are
 // aborted. An engine error ends it.
 func (s *Server) Run(ctx context.Context, stop <-chan struct{}) error { return s.pump.run(ctx, stop) }
+
+// Model is the model id the server lists and answers with.
+func (s *Server) Model() string { return s.cfg.Model }
 
 // NewKey makes a fresh API key.
 func NewKey() string {
@@ -158,19 +173,54 @@ func (s *Server) session(r *http.Request) (*Session, uint64, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, ok := s.sessions[key]
-	if !ok && s.cfg.AnyKey {
+	if !ok && s.cfg.AnyKey && s.keyServed(key) {
+		s.makeRoom()
 		sess = newSession(key, s.cfg.Limits)
+		sess.keep = maxCandidates
 		s.sessions[key], s.seeds[sess] = sess, 0
 		ok = true
 	}
 	if !ok {
 		msg := "no episode has this API key: use the key in OPENAI_API_KEY of the episode's program"
-		if key == "" {
+		switch {
+		case s.cfg.AnyKey:
+			msg = "this API key is not served: send the server's key (--api-key) as Authorization: Bearer KEY"
+		case key == "":
 			msg = "no API key: send the episode's key (OPENAI_API_KEY) as Authorization: Bearer KEY"
 		}
 		return nil, 0, &apiError{Status: http.StatusUnauthorized, Message: msg, Type: typeInvalid, Code: strp(codeInvalidKey)}
 	}
+	if sess.keep > 0 { // opened by AnyKey
+		s.clock++
+		s.anyUsed[sess] = s.clock
+	}
 	return sess, s.seeds[sess], nil
+}
+
+// keyServed says whether AnyKey opens a session for key.
+func (s *Server) keyServed(key string) bool {
+	return s.cfg.APIKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) == 1
+}
+
+// makeRoom drops the least recently used idle session AnyKey opened when there are
+// maxAnySessions of them (s.mu held).
+func (s *Server) makeRoom() {
+	if len(s.anyUsed) < maxAnySessions {
+		return
+	}
+	var lru *Session
+	for sess, used := range s.anyUsed {
+		if !sess.busy() && (lru == nil || used < s.anyUsed[lru]) {
+			lru = sess
+		}
+	}
+	if lru == nil {
+		return
+	}
+	delete(s.sessions, lru.Key)
+	delete(s.seeds, lru)
+	delete(s.anyUsed, lru)
+	lru.Close()
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {

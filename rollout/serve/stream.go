@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
@@ -14,9 +15,10 @@ import (
 // Streaming responses: server-sent events of chat.completion.chunk objects, then "data: [DONE]".
 // The first chunk carries the role; text deltas follow as tokens are drawn, when the response
 // cannot hold tool calls (no tools, or tool_choice "none"); with tools the content and the calls
-// are sent when generation ends, since the model's call markup is only known then. The text held
-// back while it could still become the start of a stop string is sent once it cannot. The
-// concatenated deltas equal the non-streaming response's content, and the tokens are the same.
+// are sent when generation ends, since the model's call markup is only known then. Text that could
+// still become the start of a stop string is held back until it cannot, text from a stop string
+// on is never sent, and deltas end on character boundaries. The concatenated deltas equal the
+// non-streaming response's content, and the tokens are the same.
 
 // tokenStream collects the tokens the engine draws for a streaming call (OnToken runs on the
 // torch thread and never blocks) and turns them into text deltas on the handler's goroutine.
@@ -25,19 +27,15 @@ type tokenStream struct {
 	ids    []int32
 	notify chan struct{}
 
-	live    bool // text deltas are sent as tokens arrive
-	dec     *tokenizer.DecodeStream
-	text    strings.Builder // decoded so far
-	sent    int             // bytes of text sent
-	holdFor int             // bytes held back for stop strings
+	live  bool // text deltas are sent as tokens arrive
+	dec   *tokenizer.DecodeStream
+	text  strings.Builder // decoded so far
+	sent  int             // bytes of text sent
+	stops []string
 }
 
 func newTokenStream(tok *tokenizer.Tokenizer, stops []string, live bool) *tokenStream {
-	t := &tokenStream{notify: make(chan struct{}, 1), live: live, dec: tok.NewDecodeStream(true)}
-	for _, s := range stops {
-		t.holdFor = max(t.holdFor, len(s)-1)
-	}
-	return t
+	return &tokenStream{notify: make(chan struct{}, 1), live: live, dec: tok.NewDecodeStream(true), stops: stops}
 }
 
 func (t *tokenStream) add(_ int, id int32) {
@@ -59,13 +57,42 @@ func (t *tokenStream) delta() string {
 	for _, id := range ids {
 		t.text.WriteString(t.dec.Next(int(id)))
 	}
-	end := t.text.Len() - t.holdFor
-	if !t.live || end <= t.sent {
+	if !t.live {
 		return ""
 	}
-	d := t.text.String()[t.sent:end]
+	text := t.text.String()
+	end := sendable(text, t.stops)
+	if end <= t.sent {
+		return ""
+	}
+	d := text[t.sent:end]
 	t.sent = end
 	return d
+}
+
+// sendable is how much of text may be streamed: up to the earliest stop string in it (the
+// engine cuts the reply there; the token that completed it may have brought text beyond), else
+// all but the longest tail that could still begin a stop string; never part of a character.
+func sendable(text string, stops []string) int {
+	end, hold := len(text), 0
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 && i < end {
+			end = i
+		}
+		for k := min(len(s)-1, len(text)); k > hold; k-- {
+			if strings.HasSuffix(text, s[:k]) {
+				hold = k
+				break
+			}
+		}
+	}
+	if end == len(text) {
+		end -= hold
+	}
+	for end > 0 && end < len(text) && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return end
 }
 
 // streamResult writes the stream's first chunks while generation runs and returns its result.
