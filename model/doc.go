@@ -14,6 +14,7 @@
 //	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
 //	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
 //	lora.go                    LoRA adapters on the linear layers: PEFT's init, scale and names
+//	peft.go, fingerprint.go    PEFT adapter directories in and out; a base model's fingerprint
 //
 // # Architectures
 //
@@ -67,11 +68,16 @@
 //	m.Parameters()                        // now the adapters only: lora_A / lora_B, float32
 //	m.WithoutAdapters(func() { ... })     // the base model (the KL reference), no second copy
 //	m.MergeAdapters()                     // W ← W + scale·B·A, for a merged export
+//	m.SaveAdapters(dir, base)             // PEFT's adapter_config.json + adapter_model.safetensors
+//	a, _ := model.ReadAdapter(dir); m.LoadAdapters(a)   // ours or PEFT's, checked tensor by tensor
 //
 // Every Linear carries its adapter (Linear.LoRA) and applies it unmerged, so training, scoring and
 // generation (Prefill, Decode, Extend) all run the same adapted forward. The base weights stay
 // frozen in their dtype. Dropout, when set, applies in Train only; its masks come from the pass's
-// seed, so a layer recomputed by gradient checkpointing draws the forward's masks.
+// seed, so a layer recomputed by gradient checkpointing draws the forward's masks. Export refuses
+// a model with adapters (its base weights alone would lose them). An adapter directory names its
+// base model and, when this program wrote it, the base's Fingerprint (sampled weight bytes), so
+// that an adapter is not applied to other weights by mistake.
 //
 // Slots are indices the engine manages; each has its own length, and a step may mix slots of any
 // lengths and any number of new tokens.

@@ -30,10 +30,14 @@ var tokenizerFiles = []string{"tokenizer.json", "tokenizer_config.json", "specia
 
 // Export writes a directory that transformers' from_pretrained loads: config.json (torch_dtype set
 // to the saved dtype), generation_config.json, the weights (single file or shards with the index;
-// a tied head is not saved, as transformers does) and the tokenizer files. Run it on the torch
-// thread.
+// a tied head is not saved, as transformers does) and the tokenizer files. A model with LoRA
+// adapters is refused: SaveAdapters writes them, MergeAdapters folds them in first. Run it on the
+// torch thread.
 func (m *Model) Export(dir string, o ExportOptions) (err error) {
 	defer torch.Recover(&err)
+	if m.lora != nil { // the base weights alone would lose what was trained
+		return fmt.Errorf("model: export: the model has LoRA adapters: save them (SaveAdapters) or merge them first (MergeAdapters)")
+	}
 	dt := m.DType
 	if o.DType != "" {
 		if dt, err = torch.ParseDType(o.DType); err != nil {

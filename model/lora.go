@@ -130,7 +130,25 @@ func moduleOf(path string) string { return path[strings.LastIndexByte(path, '.')
 // in module order, so a seed gives the same adapters everywhere) to the targeted linear layers.
 // From then on Parameters, Units and SetTrainable concern the adapters only: the base weights stay
 // frozen in their dtype. Run it on the torch thread.
-func (m *Model) AddAdapters(c LoRAConfig, seed uint64) (err error) {
+func (m *Model) AddAdapters(c LoRAConfig, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 0x6c6f7261)) // "lora"
+	return m.attach(c, func(name string, out, in int64) (a, b *torch.Tensor, err error) {
+		bound := 1 / math.Sqrt(float64(in)) // kaiming_uniform_(a=√5): gain·√(3/fan_in), gain = √(1/3)
+		vals := make([]float32, int64(c.Rank)*in)
+		for j := range vals {
+			vals[j] = float32((2*rng.Float64() - 1) * bound)
+		}
+		host := torch.FromSlice(vals, int64(c.Rank), in)
+		a = host.ToDevice(m.Device)
+		host.Free()
+		return a, torch.Zeros([]int64{out, int64(c.Rank)}, torch.Float32, m.Device), nil
+	})
+}
+
+// attach gives every targeted linear layer the adapter that make returns for it (module name
+// such as model.layers.3.self_attn.q_proj, the base weight's out and in widths): A [r, in] and
+// B [out, r] in float32 on the model's device, made inside the adapters' long-lived scope.
+func (m *Model) attach(c LoRAConfig, make func(name string, out, in int64) (a, b *torch.Tensor, err error)) (err error) {
 	defer torch.Recover(&err)
 	if err := c.Validate(); err != nil {
 		return err
@@ -138,8 +156,15 @@ func (m *Model) AddAdapters(c LoRAConfig, seed uint64) (err error) {
 	if m.lora != nil {
 		return fmt.Errorf("lora: the model has adapters already")
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x6c6f7261)) // "lora"
 	set := &adapters{cfg: c, scale: c.Scale(), scope: torch.NewLongScope("lora adapters")}
+	defer func() {
+		if err != nil {
+			for _, a := range set.list {
+				m.linear(a.Name).LoRA = nil
+			}
+			set.scope.Close()
+		}
+	}()
 	targets := c.Targets()
 	for i, l := range m.Layers {
 		for _, nl := range l.linears() {
@@ -147,20 +172,11 @@ func (m *Model) AddAdapters(c LoRAConfig, seed uint64) (err error) {
 				continue
 			}
 			ws := nl.l.Weight.Shape()
-			out, in := ws[0], ws[1]
-			bound := 1 / math.Sqrt(float64(in)) // kaiming_uniform_(a=√5): gain·√(3/fan_in), gain = √(1/3)
-			vals := make([]float32, int64(c.Rank)*in)
-			for j := range vals {
-				vals[j] = float32((2*rng.Float64() - 1) * bound)
+			a := &Adapter{Name: fmt.Sprintf("model.layers.%d.%s", i, nl.path), Unit: 1 + i, id: uint64(len(set.list)), set: set}
+			set.scope.With(func() { a.A, a.B, err = make(a.Name, ws[0], ws[1]) })
+			if err != nil {
+				return err
 			}
-			a := &Adapter{Name: fmt.Sprintf("model.layers.%d.%s", i, nl.path), Unit: 1 + i,
-				id: uint64(len(set.list)), set: set}
-			set.scope.With(func() {
-				host := torch.FromSlice(vals, int64(c.Rank), in)
-				a.A = host.ToDevice(m.Device)
-				host.Free()
-				a.B = torch.Zeros([]int64{out, int64(c.Rank)}, torch.Float32, m.Device)
-			})
 			nl.l.LoRA = a
 			set.list = append(set.list, a)
 		}
@@ -168,6 +184,18 @@ func (m *Model) AddAdapters(c LoRAConfig, seed uint64) (err error) {
 	m.lora = set
 	for _, p := range m.weights() { // frozen base: no gradients
 		(*p.t).SetRequiresGrad(false)
+	}
+	return nil
+}
+
+// linear is the decoder's linear layer called name (model.layers.N.self_attn.q_proj), or nil.
+func (m *Model) linear(name string) *Linear {
+	for i, l := range m.Layers {
+		for _, nl := range l.linears() {
+			if name == fmt.Sprintf("model.layers.%d.%s", i, nl.path) {
+				return nl.l
+			}
+		}
 	}
 	return nil
 }
