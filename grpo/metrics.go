@@ -56,6 +56,30 @@ func timedDo(m Metrics, ph phase, fn func() error) error {
 	return err
 }
 
+// deviceCounts runs fn, a phase on dev, and adds what the CUDA caching allocator and the host did
+// meanwhile: perf/<ph>/cuda_allocs and cuda_frees (blocks handed to tensors and given back),
+// cuda_mallocs and cuda_frees_to_driver (cudaMalloc and cudaFree calls), cuda_alloc_retries
+// (allocations that flushed the cache and tried again: a step at the edge of the memory),
+// cuda_ooms, and host_syncs (values copied back to the host, each waiting for the queue to
+// drain). What makes an update slower than another of the same work shows here. Only fn's
+// error on the CPU.
+func (m Metrics) deviceCounts(dev torch.Device, ph phase, fn func() error) error {
+	if !dev.IsCUDA() {
+		return fn()
+	}
+	c0, s0 := torch.CUDAAllocCountsOf(dev), torch.HostSyncs()
+	err := fn()
+	c, p := torch.CUDAAllocCountsOf(dev).Sub(c0), "perf/"+string(ph)+"/"
+	m[p+"cuda_allocs"] += float64(c.Allocs)
+	m[p+"cuda_frees"] += float64(c.Frees)
+	m[p+"cuda_mallocs"] += float64(c.Segments)
+	m[p+"cuda_frees_to_driver"] += float64(c.SegmentFree)
+	m[p+"cuda_alloc_retries"] += float64(c.Retries)
+	m[p+"cuda_ooms"] += float64(c.OOMs)
+	m[p+"host_syncs"] += float64(torch.HostSyncs() - s0)
+	return err
+}
+
 // stat adds mean, max and min of xs under prefix (nothing for an empty xs).
 func (m Metrics) stat(prefix string, xs []float64) {
 	if len(xs) == 0 {

@@ -191,7 +191,9 @@ func (t *Trainer) train(samples []*sample, m Metrics) error {
 			return nil
 		}
 	}
-	return timedDo(m, phaseUpdateActor, func() error { return t.update(samples, m) })
+	return timedDo(m, phaseUpdateActor, func() error {
+		return m.deviceCounts(t.ms.Policy.Device, phaseUpdateActor, func() error { return t.update(samples, m) })
+	})
 }
 
 // stepRNG is the generator of one purpose in the current iteration: a run is reproducible from

@@ -43,3 +43,30 @@ func Synchronize(dev Device) {
 	}
 	check("Synchronize", C.mt_cuda_synchronize(C.int(dev)))
 }
+
+// CUDAAllocCounts are the CUDA caching allocator's counters of one device since start: what
+// tells a step that reuses its memory from one that keeps asking the driver for more.
+type CUDAAllocCounts struct {
+	Allocs, Frees         int64 // blocks handed out to tensors and given back
+	Segments, SegmentFree int64 // cudaMalloc and cudaFree calls
+	Retries               int64 // allocations that failed, flushed the cache and tried again
+	OOMs                  int64 // out-of-memory errors
+}
+
+// Sub is c − d, counter by counter: what happened between two readings.
+func (c CUDAAllocCounts) Sub(d CUDAAllocCounts) CUDAAllocCounts {
+	return CUDAAllocCounts{c.Allocs - d.Allocs, c.Frees - d.Frees, c.Segments - d.Segments,
+		c.SegmentFree - d.SegmentFree, c.Retries - d.Retries, c.OOMs - d.OOMs}
+}
+
+// CUDAAllocCountsOf reads dev's allocator counters (an error on CPU builds).
+func CUDAAllocCountsOf(dev Device) CUDAAllocCounts {
+	var v [C.MT_ALLOC_STATS]C.int64_t
+	check("CUDAAllocCountsOf", C.mt_cuda_alloc_counts(C.int(dev), &v[0]))
+	return CUDAAllocCounts{int64(v[0]), int64(v[1]), int64(v[2]), int64(v[3]), int64(v[4]), int64(v[5])}
+}
+
+// HostSyncs counts the values copied from a device to the host so far (Float, Int, ToSlice and the
+// like on a CUDA tensor, ClipGradNorm's norm, a bucket's non-finite check): each one waits for the
+// device's queue to drain. Tensors on the CPU are not counted.
+func HostSyncs() int64 { return int64(C.mt_host_syncs()) }

@@ -41,7 +41,9 @@ type NamedTensor struct {
 // (1e-6 on |w| ≈ 0.02 is 1/120 of a bf16 ulp) accumulate in the master instead of being lost, as in
 // FSDP's and DeepSpeed's mixed precision.
 //
-// Decoupled weight decay, bias correction and one step count per parameter follow PyTorch. Config
+// Decoupled weight decay, bias correction and one step count per parameter follow PyTorch; the
+// step runs libtorch's multi-tensor kernels (AdamWKernel), as torch.optim.AdamW with foreach=True
+// or fused=True does, equal to the per-parameter step to float32 rounding. Config
 // is read at every Step: a schedule sets Config.LR before each one. The state (State, LoadState) is
 // keyed by parameter name. One Step and one ClipGradNorm are one crossing each for all parameters.
 type AdamW struct {
@@ -57,6 +59,20 @@ type AdamW struct {
 	step    int64     // Step calls
 	skipped int64     // Skip calls
 	state   *Scope
+
+	// perTensor runs the step one parameter at a time (the reference the multi-tensor kernels
+	// are tested against) instead of libtorch's multi-tensor kernels.
+	perTensor bool
+}
+
+// AdamWKernel names the multi-tensor AdamW kernel of this build: "fused" (at::_fused_adamw_,
+// libtorch 2.4+, one kernel chain for all parameters of a device and dtype) or "foreach" (the
+// _foreach_ ops, a few multi-tensor kernels per step).
+func AdamWKernel() string {
+	if C.mt_adamw_kernel() == 2 {
+		return "fused"
+	}
+	return "foreach"
 }
 
 // lowPrecision reports the parameter dtypes that AdamW updates through a float32 master copy.
@@ -133,7 +149,8 @@ func (o *AdamW) Step() {
 	ms, vs := handles("AdamW.Step", o.m), handles("AdamW.Step", o.v)
 	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ws[0], &ms[0], &vs[0], &o.decay[0],
 		(*C.int64_t)(unsafe.Pointer(&o.steps[0])), C.int(len(ps)),
-		C.double(c.LR), C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay)))
+		C.double(c.LR), C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay),
+		cbool(o.perTensor)))
 	o.step++
 }
 

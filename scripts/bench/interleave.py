@@ -33,7 +33,8 @@ class Side:
         if not line:
             raise SystemExit(f"{shlex.join(self.argv)} exited (status {self.p.wait()})")
         obj = json.loads(line)
-        self.raw.write(json.dumps({"rep": self.rep, "argv": self.argv[0], **obj}) + "\n")
+        side = {"side": self.name} if hasattr(self, "name") else {}
+        self.raw.write(json.dumps({"rep": self.rep, "argv": self.argv[0], **side, **obj}) + "\n")
         return obj
 
     def cmd(self, c):

@@ -224,12 +224,29 @@ def reply(obj):
     print(json.dumps(obj), flush=True)
 
 
+def adamw(m, a):
+    """torch.optim.AdamW as the side asks for it, and the side's name."""
+    kw = dict(lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    if not a.fused:
+        return torch.optim.AdamW(m.parameters(), **kw), "pytorch"
+    try:
+        opt = torch.optim.AdamW(m.parameters(), fused=True, **kw)
+        if a.device == "cpu" and tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 4):
+            raise RuntimeError("no fused AdamW on the CPU before 2.4")
+        return opt, "pytorch_fused"
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(m.parameters(), foreach=True, **kw), "pytorch_foreach"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, help="directory written by trainstep -init")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    ap.add_argument("--fused", action="store_true",
+                    help="AdamW(fused=True), side pytorch_fused; where this PyTorch has no fused AdamW for "
+                         "the device (before 2.4 on the CPU), AdamW(foreach=True), side pytorch_foreach")
     ap.add_argument("--profile", action="store_true",
                     help="instead of the protocol: one warm-up step, then one step under the autograd profiler, "
                          "and print its per-op table (the Go side runs the same ATen ops)")
@@ -252,7 +269,7 @@ def main():
     with open(os.path.join(a.model, "ids.json")) as f:
         batch = Batch(json.load(f), dev)
     if a.profile:
-        opt = torch.optim.AdamW(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        opt, _ = adamw(m, a)
         profile(m, opt, batch)
         return
     with open("/proc/self/clear_refs", "w") as f:
@@ -261,8 +278,8 @@ def main():
     if cuda:
         torch.cuda.reset_peak_memory_stats(dev)
         cuda_base = torch.cuda.memory_allocated(dev)
-    opt = torch.optim.AdamW(m.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
-    reply({"ready": True, "side": "pytorch", "threads": a.threads,
+    opt, side = adamw(m, a)
+    reply({"ready": True, "side": side, "threads": a.threads,
            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""), "tokens": batch.tokens,
            "base_rss_mb": base / 1024, "config": f"torch {torch.__version__} {dtype} {dev}"})
     for line in sys.stdin:

@@ -27,7 +27,8 @@
 #              engine, the same model in plain PyTorch, transformers' generate(); the fraction of
 #              the memory-bandwidth bound each reaches
 #   5 update   one training update (forward, backward, AdamW; 8 x 256 tokens) of that model shape:
-#              mtgrpo against plain PyTorch, alternated step by step
+#              mtgrpo against PyTorch with AdamW(fused=True) (foreach where it has no fused one)
+#              and with the plain AdamW, alternated step by step; the CUDA allocator's counters
 # Results: OUTDIR/results.jsonl (one JSON object per figure), OUTDIR/summary.md (the table),
 # OUTDIR/<part>.log and each part's raw files. The exit status is 0 when every part passed and
 # (for a run of every part) every figure a complete run gives is there.
@@ -232,6 +233,7 @@ part_update() {
   [ -f "$d/ids.json" ] || "$BIN/trainstep" -init "$d" -preset "$GR_PRESET" -dtype bfloat16 -batch "$GR_UPD_BATCH" -seq "$GR_UPD_SEQ" || return 1
   python_cmd scripts/bench/interleave.py --reps 1 --warmup 1 --steps "$GR_UPD_STEPS" --raw "$OUT/update-raw.jsonl" \
     "$BIN/trainstep -model $d -device $GR_DEVICE -dtype bfloat16 -threads $GR_THREADS -name mtgrpo" \
+    "$PY -P scripts/bench/train_step.py --model $d --device $GR_DEVICE --threads $GR_THREADS --fused" \
     "$PY -P scripts/bench/train_step.py --model $d --device $GR_DEVICE --threads $GR_THREADS"
 }
 

@@ -89,7 +89,7 @@ def update(out):
     with open(path) as f:
         for raw in f:
             r = json.loads(raw)
-            side = "mtgrpo" if os.path.basename(r["argv"]) == "trainstep" else "pytorch"
+            side = r.get("side") or ("mtgrpo" if os.path.basename(r["argv"]) == "trainstep" else "pytorch")
             if r.get("ready"):
                 ready[side] = r
             elif "wall_s" in r:
@@ -106,11 +106,16 @@ def update(out):
         line("update", f"{side}.tokens_per_s", round(ready[side]["tokens"] / med("wall_s"), 1), "tok/s")
         if "peak_cuda_mb" in done.get(side, {}):
             line("update", f"{side}.peak_cuda_gb", round(done[side]["peak_cuda_mb"] / 1024, 3), "GiB")
+        # The CUDA allocator's counters and the host syncs per step (trainstep reports them).
+        for k in ("cuda_allocs", "cuda_mallocs", "cuda_alloc_retries", "host_syncs"):
+            if k in rs[0]:
+                line("update", f"{side}.{k}", statistics.median(x[k] for x in rs), "per step")
         steps[side] = rs
-    if "mtgrpo" in steps and "pytorch" in steps:
-        a = statistics.median(x["wall_s"] for x in steps["mtgrpo"])
-        b = statistics.median(x["wall_s"] for x in steps["pytorch"])
-        line("update", "mtgrpo_over_pytorch.step_time", round(a / b, 3), "x")
+    for ref in ("pytorch", "pytorch_fused", "pytorch_foreach"):
+        if "mtgrpo" in steps and ref in steps:
+            a = statistics.median(x["wall_s"] for x in steps["mtgrpo"])
+            b = statistics.median(x["wall_s"] for x in steps[ref])
+            line("update", f"mtgrpo_over_{ref}.step_time", round(a / b, 3), "x")
 
 
 # The figures a complete run gives (scripts/gpu/run.sh --dry-run must give them all).

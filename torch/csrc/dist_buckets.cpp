@@ -228,6 +228,7 @@ mt_err mt_dist_buckets_allreduce(mt_buckets h, double scale, int overlapped) {
     at::Tensor flag = at::full({1}, stale ? 1.0 : 0.0, at::TensorOptions().dtype(at::kFloat).device(mt::device(b.pg.device)));
     std::vector<at::Tensor> ts{flag};
     b.pg.pg->allreduce(ts, c10d::AllreduceOptions())->wait();
+    mt::note_sync(flag);
     if (flag.item<float>() > 0) {
       for (auto& bk : b.buckets) b.start(bk);
       for (auto& bk : b.buckets) bk.work->wait();

@@ -17,6 +17,7 @@ pthread_t g_owner;
 }  // namespace
 
 namespace mt {
+std::atomic<int64_t> host_syncs{0};
 
 char* errmsg(const char* msg) {
   if (msg == nullptr || *msg == 0) msg = "unknown error";
@@ -176,6 +177,9 @@ mt_err mt_cuda_set_device(int) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_
 mt_err mt_cuda_memory(int, int64_t*, int64_t*, int64_t*, int64_t*) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 mt_err mt_cuda_empty_cache(void) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 mt_err mt_cuda_reset_peak(int) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
+mt_err mt_cuda_alloc_counts(int, int64_t*) { MT_BEGIN throw std::runtime_error(kNoCUDA); MT_END }
 #endif
+
+int64_t mt_host_syncs(void) { return mt::host_syncs.load(std::memory_order_relaxed); }
 
 }  // extern "C"

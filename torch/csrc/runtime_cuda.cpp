@@ -58,6 +58,18 @@ mt_err mt_cuda_empty_cache(void) {
   MT_END
 }
 
+mt_err mt_cuda_alloc_counts(int device, int64_t* out) {
+  MT_BEGIN
+  auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_index(device));
+  out[0] = st.allocation[0].allocated;
+  out[1] = st.allocation[0].freed;
+  out[2] = st.segment[0].allocated;
+  out[3] = st.segment[0].freed;
+  out[4] = st.num_alloc_retries;
+  out[5] = st.num_ooms;
+  MT_END
+}
+
 mt_err mt_cuda_reset_peak(int device) {
   MT_BEGIN
   c10::cuda::CUDACachingAllocator::resetPeakStats(cuda_index(device));

@@ -207,10 +207,13 @@ MT_API mt_err mt_grad_enabled(int* out);
  * incremented here and is updated with the bias corrections of the new count; a parameter without
  * one is skipped and keeps its count. decay (NULL = all) says per parameter whether weight decay
  * applies (Hugging Face excludes biases and norm weights). Shapes, dtypes and counts are checked
- * before anything is updated. */
+ * before anything is updated. The step runs libtorch's multi-tensor kernels (mt_adamw_kernel says
+ * which), or one parameter at a time where per_tensor is nonzero (the reference). */
 MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* masters, mt_tensor* exp_avg, mt_tensor* exp_avg_sq,
                             const int* decay, int64_t* steps, int n, double lr, double beta1, double beta2,
-                            double eps, double weight_decay);
+                            double eps, double weight_decay, int per_tensor);
+/* The multi-tensor AdamW of this build: 2 at::_fused_adamw_ (libtorch 2.4+), 1 the _foreach_ ops. */
+MT_API int mt_adamw_kernel(void);
 /* A printable rendering of t's values (libtorch's operator<<), malloc'd into *out. */
 MT_API mt_err mt_to_string(mt_tensor t, char** out);
 /* Scales gradients so that their global L2 norm is at most max_norm; *total = the norm before. */
@@ -224,6 +227,14 @@ MT_API mt_err mt_cuda_set_device(int device);
 MT_API mt_err mt_cuda_memory(int device, int64_t* allocated, int64_t* reserved, int64_t* peak, int64_t* peak_reserved);
 MT_API mt_err mt_cuda_empty_cache(void);
 MT_API mt_err mt_cuda_reset_peak(int device);
+/* The caching allocator's counters of device since start, MT_ALLOC_STATS of them in this order:
+ * blocks allocated, blocks freed, cudaMalloc calls (segments allocated), cudaFree calls (segments
+ * freed), allocation retries (cache flushed and cudaMalloc tried again), out-of-memory errors. */
+#define MT_ALLOC_STATS 6
+MT_API mt_err mt_cuda_alloc_counts(int device, int64_t* out);
+/* Host synchronisations the shim made so far (a value copied from a device to the host: item,
+ * to_data, the gradient norm), on any thread; CPU tensors are not counted. */
+MT_API int64_t mt_host_syncs(void);
 
 /* ---- bench.cpp: reference loops for the per-call overhead benchmark -------------------------- */
 /* Runs a.add(b) iters times inside C++ and reports nanoseconds per iteration. */

@@ -17,6 +17,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Optional.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ char* errmsg(const char* msg);
 bool on_owner();
 // NULL when the calling thread is the torch thread, else a malloc'd message.
 char* check_thread();
+
+// Host synchronisations so far (mt_host_syncs); note_sync counts one when t is not on the CPU.
+extern std::atomic<int64_t> host_syncs;
+inline void note_sync(const at::Tensor& t) {
+  if (!t.device().is_cpu()) host_syncs.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The at::Tensor behind a handle; throws on a NULL handle.
 at::Tensor& T(mt_tensor h);

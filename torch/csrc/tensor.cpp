@@ -35,6 +35,7 @@ mt_err mt_from_data(const void* data, size_t nbytes, int dtype, const int64_t* s
 mt_err mt_to_data(mt_tensor h, void* data, size_t nbytes) {
   MT_BEGIN
   at::Tensor t = mt::T(h).detach();
+  mt::note_sync(t);
   if (!t.device().is_cpu()) t = t.to(at::kCPU);
   t = t.contiguous();
   check_nbytes(t, nbytes, "to_data");
@@ -92,6 +93,7 @@ mt_err mt_item(mt_tensor h, double* f, int64_t* i) {
   if (t.numel() != 1) {
     throw std::invalid_argument("item of a tensor with " + std::to_string(t.numel()) + " elements (need 1)");
   }
+  mt::note_sync(t);
   at::Scalar s = t.item();
   if (s.isFloatingPoint()) {
     *f = s.toDouble();

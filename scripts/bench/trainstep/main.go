@@ -126,7 +126,8 @@ func writeInit(o options) error {
 // scripts/bench/interleave.py can alternate them step by step (a shared machine's load then falls
 // on both alike):
 //
-//	step   one update; answers {"wall_s", "cpu_s", "forward_s", "backward_s", "optimizer_s", "loss"}
+//	step   one update; answers {"wall_s", "cpu_s", "forward_s", "backward_s", "optimizer_s", "loss",
+//	       "host_syncs"} and on CUDA the allocator's "cuda_allocs", "cuda_mallocs", "cuda_alloc_retries"
 //	done   answers {"peak_growth_mb"} and exits
 //
 // After loading the model they reset the kernel's peak-RSS mark and print {"ready": true, "side",
@@ -178,14 +179,23 @@ func bench(o options) error {
 	for in.Scan() {
 		switch cmd := strings.TrimSpace(in.Text()); cmd {
 		case "step":
-			c0, t0 := cpuSeconds(), time.Now()
+			c0, t0, s0 := cpuSeconds(), time.Now(), torch.HostSyncs()
+			var a0 torch.CUDAAllocCounts
+			if m.Device.IsCUDA() {
+				a0 = torch.CUDAAllocCountsOf(m.Device)
+			}
 			loss, ph, err := step(m, b, opt, fo, m.Device)
 			if err != nil {
 				return err
 			}
-			err = out.Encode(map[string]any{"wall_s": time.Since(t0).Seconds(), "cpu_s": cpuSeconds() - c0,
-				"forward_s": ph[0], "backward_s": ph[1], "optimizer_s": ph[2], "loss": loss})
-			if err != nil {
+			rep := map[string]any{"wall_s": time.Since(t0).Seconds(), "cpu_s": cpuSeconds() - c0,
+				"forward_s": ph[0], "backward_s": ph[1], "optimizer_s": ph[2], "loss": loss,
+				"host_syncs": torch.HostSyncs() - s0}
+			if m.Device.IsCUDA() { // the caching allocator's work in this step
+				a := torch.CUDAAllocCountsOf(m.Device).Sub(a0)
+				rep["cuda_allocs"], rep["cuda_mallocs"], rep["cuda_alloc_retries"] = a.Allocs, a.Segments, a.Retries
+			}
+			if err = out.Encode(rep); err != nil {
 				return err
 			}
 		case "done":
