@@ -1,6 +1,7 @@
 package torch
 
 /*
+#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -13,10 +14,10 @@ import (
 	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
 
-// Safetensors I/O. Loading copies straight from the file's memory mapping into a new tensor (one
-// host copy), then moves it to the device and converts the dtype there, so a bf16 checkpoint bound
-// for a GPU crosses the bus at its stored size. No tensor ever points into the mapping, so the file
-// may be closed as soon as loading is done. Saving streams one tensor at a time through
+// Safetensors I/O. Loading reads a tensor's bytes (pread) into a C buffer, copies them into a new
+// tensor, then moves it to the device and converts the dtype there, so a bf16 checkpoint bound
+// for a GPU crosses the bus at its stored size. No tensor points into the file, so it may be
+// closed as soon as loading is done. Saving streams one tensor at a time through
 // safetensors.Writer, so it needs only one extra host copy of the largest tensor.
 
 var toSafetensors = map[DType]safetensors.DType{
@@ -58,16 +59,22 @@ func LoadTensor(src safetensors.Reader, name string, dev Device, dt DType) (t *T
 	if dt.Size() == 0 {
 		return nil, fmt.Errorf("torch: loading %q: unknown target dtype %d", name, int(dt))
 	}
-	data, err := src.Data(name)
-	if err != nil {
-		return nil, err
-	}
+	// The bytes are read into C memory, freed as soon as the shim has copied them: a model's
+	// weights never pass through the Go heap, whose growth under an address-space limit is a
+	// fatal error of the runtime, and whose garbage would outlive the copy until a collection.
+	size := info.End - info.Begin
 	var p unsafe.Pointer
-	if len(data) > 0 {
-		p = unsafe.Pointer(&data[0]) // Go memory without pointers; the shim copies it during the call
+	if size > 0 {
+		if p = C.malloc(C.size_t(size)); p == nil {
+			return nil, fmt.Errorf("torch: loading %q: cannot allocate %d bytes to read it (an address-space limit, ulimit -v?)", name, size)
+		}
+		defer C.free(p)
+		if err := src.ReadInto(name, unsafe.Slice((*byte)(p), size)); err != nil {
+			return nil, err
+		}
 	}
 	var h C.mt_tensor
-	e := C.mt_from_data(p, C.size_t(len(data)), C.int(fileDT), i64p(info.Shape), C.int(len(info.Shape)), C.int(dev), &h)
+	e := C.mt_from_data(p, C.size_t(size), C.int(fileDT), i64p(info.Shape), C.int(len(info.Shape)), C.int(dev), &h)
 	if err := checkErr("LoadTensor", e); err != nil {
 		return nil, fmt.Errorf("torch: loading %q: %w", name, err)
 	}

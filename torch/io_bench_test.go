@@ -98,6 +98,14 @@ func mapFile(b *testing.B, f *safetensors.File) *mappedFile {
 	return &mappedFile{File: f, data: mm[start:], start: start}
 }
 
+func (m *mappedFile) ReadInto(name string, dst []byte) error {
+	b, err := m.Data(name)
+	if err == nil {
+		copy(dst, b)
+	}
+	return err
+}
+
 func (m *mappedFile) Data(name string) ([]byte, error) {
 	info, err := m.Info(name)
 	if err != nil {

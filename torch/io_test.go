@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -249,4 +250,33 @@ func le64(xs []int64) []byte {
 		}
 	}
 	return b
+}
+
+// A tensor's bytes are read into C memory, not the Go heap: loading 32 MiB allocates (almost)
+// nothing on the Go heap. (A heap that grows by such buffers and collects them late is what makes
+// the Go runtime stop with a fatal error under an address-space limit.)
+func TestLoadTensorBypassesGoHeap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.safetensors")
+	onTorch(t, func() {
+		if err := SaveSafetensors(path, map[string]*Tensor{"w": Zeros([]int64{8 << 20}, Float32, CPU)}, nil); err != nil {
+			t.Error(err)
+			return
+		}
+		f, err := safetensors.Open(path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		w, err := LoadTensor(f, "w", CPU, Float32)
+		runtime.ReadMemStats(&after)
+		if err != nil || w.Numel() != 8<<20 {
+			t.Errorf("loaded %v, %v", w, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("loading 32 MiB allocated %d bytes on the Go heap", grew)
+		}
+	})
 }

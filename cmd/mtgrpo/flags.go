@@ -65,14 +65,19 @@ func threadsFlag(fs *pflag.FlagSet) *string {
 }
 
 // withTorch resolves the thread setting and runs fn on the torch thread once it is applied.
-func withTorch(threadSpec string, fn func() error) (err error) {
+// reserves is what fn takes in address space after the check (threads.Apply), which refuses,
+// with exit status 2, a command that an address-space limit (ulimit -v) cannot hold.
+func withTorch(threadSpec string, fn func() error, reserves ...threads.Reserve) (err error) {
 	defer job.ExplainTorch(&err)
 	s, err := threads.Resolve(threadSpec)
 	if err != nil {
 		return usageError{err}
 	}
 	return torch.Run(func() error {
-		if _, err := threads.Apply(s); err != nil {
+		if _, err := threads.Apply(s, reserves...); err != nil {
+			if errors.Is(err, threads.ErrAddressSpace) {
+				return usageError{err}
+			}
 			return err
 		}
 		return fn()

@@ -3,13 +3,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/progress"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/setup"
+	"github.com/mtgrpo/mtgrpo/cmd/internal/threads"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
+	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 var generateCommand = command{
@@ -65,27 +70,28 @@ func generate(args []string) error {
 	if *dir, err = resolveModel("generate", "--model", *dir); err != nil {
 		return err
 	}
-	tok, err := tokenizer.Load(*dir)
-	if err != nil {
-		return fmt.Errorf("generate: %w", err)
-	}
-	var reqs []*rollout.Request
-	for i, p := range *prompts {
-		ids, err := promptIDs(tok, p, *raw)
-		if err != nil {
-			return fmt.Errorf("generate: prompt %d: %w", i, err)
-		}
-		reqs = append(reqs, &rollout.Request{Prompt: ids, N: *n, Sampling: s})
-	}
+	slots := len(*prompts) * *n
+	// A model that does not read is left to the loader, which names what is wrong with it.
+	reserves, _ := addressSpaceOf(*dir, *device, *dtype, slots, *maxLen)
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
+	// Everything large (the tokenizer's tables, the weights, the KV cache) is taken after the
+	// address-space check of withTorch, which knows of it.
 	return withTorch(*threadSpec, func() error {
-		p, err := setup.Open(setup.Options{Dir: *dir, Device: *device, DType: *dtype, Slots: len(reqs) * *n,
+		p, err := setup.Open(setup.Options{Dir: *dir, Device: *device, DType: *dtype, Slots: slots,
 			MaxLen: *maxLen, Seed: *seed, Progress: &progress.Load{Bars: bars}})
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)
 		}
 		defer p.Close()
+		var reqs []*rollout.Request
+		for i, pr := range *prompts {
+			ids, err := promptIDs(p.Tok, pr, *raw)
+			if err != nil {
+				return fmt.Errorf("generate: prompt %d: %w", i, err)
+			}
+			reqs = append(reqs, &rollout.Request{Prompt: ids, N: *n, Sampling: s})
+		}
 		t0 := time.Now()
 		out, err := p.Engine.Generate(reqs)
 		if err != nil {
@@ -101,7 +107,61 @@ func generate(args []string) error {
 		wall := time.Since(t0)
 		fmt.Printf("=== %d tokens in %v (%.1f tokens/s)\n", tokens, wall.Round(time.Millisecond), float64(tokens)/wall.Seconds())
 		return nil
-	})
+	}, reserves...)
+}
+
+// addressSpaceOf is what generating with the model in dir takes after the address-space check,
+// from its config.json and file sizes alone: on the CPU its weights in the compute dtype and the
+// KV cache of slots sequences of maxLen tokens (memplan's figures), anywhere the read of its
+// largest weight (stored and converted) and the tokenizer's tables in the Go heap (some eight
+// times tokenizer.json, as measured on Qwen3's and Llama 3's).
+func addressSpaceOf(dir, device, dtype string, slots, maxLen int) ([]threads.Reserve, error) {
+	c, err := model.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := torch.ParseDevice(device)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := c.StoredDType()
+	if err != nil {
+		return nil, err
+	}
+	compute := "float32"
+	switch {
+	case dtype == "auto" || dtype == "" && dev.IsCUDA():
+		compute = stored
+	case dtype != "":
+		compute = dtype
+	}
+	dt, err := model.ParseDType(compute)
+	if err != nil {
+		return nil, err
+	}
+	sdt, err := model.ParseDType(stored)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := shard.PlanModel(c)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := memplan.Predict(memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: 1, Slots: slots, MaxLen: maxLen}, 0)
+	if err != nil {
+		return nil, err
+	}
+	largest := int64(c.VocabSize) * int64(c.HiddenSize) * int64(sdt.Size()+dt.Size())
+	var out []threads.Reserve
+	if !dev.IsCUDA() {
+		out = append(out, threads.Reserve{What: "the model's weights", Bytes: plan.Weights},
+			threads.Reserve{What: fmt.Sprintf("the KV cache (%d sequences of --max-len %d)", slots, maxLen), Bytes: plan.KVCache})
+	}
+	out = append(out, threads.Reserve{What: "reading the largest weight", Bytes: largest})
+	if fi, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		out = append(out, threads.Reserve{What: "the tokenizer", Bytes: 8 * fi.Size(), Go: true})
+	}
+	return out, nil
 }
 
 // checkSampling validates generate's numeric flags; each error names its flag.

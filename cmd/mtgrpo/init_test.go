@@ -136,8 +136,10 @@ func checkWholeOrAbsent(t *testing.T, dir string) {
 	}
 }
 
-// Under an address-space limit too small for the BLAS buffers of the threads asked for, a command
-// stops with an error naming the limit instead of spinning inside OpenBLAS.
+// Under an address-space limit too small for what a command will take (the BLAS buffers of the
+// threads asked for, the KV cache of the --max-len asked for), it stops before anything large is
+// reserved, with exit status 2 and an error naming the limit and what does not fit, instead of
+// spinning inside OpenBLAS, failing in libtorch's allocator or dying in the Go runtime.
 func TestAddressSpaceLimitIsReported(t *testing.T) {
 	if testing.Short() {
 		t.Skip("child processes: long")
@@ -147,26 +149,36 @@ func TestAddressSpaceLimitIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 GB leaves a few hundred MB above the ~2.3 GB a started process maps here; 16 intra-op
-	// threads would need 2 GB of OpenBLAS buffers.
-	script := `ulimit -v 3000000 && exec "$@"`
-	c := child()
-	c.Path, c.Args = "/bin/sh", append([]string{"sh", "-c", script, "sh", os.Args[0]},
-		"generate", "--model", dir, "--prompt", "hi", "--max-new-tokens", "2", "--threads", "16,1")
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	done := make(chan error, 1)
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- c.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		c.Process.Kill()
-		t.Fatalf("generate under ulimit -v did not finish: %s", stderr.String())
-	}
-	if code := c.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "ulimit -v") {
-		t.Errorf("exit %d, stderr %q; want 1 and a message naming ulimit -v", code, stderr.String())
+	// threads would need 2 GB of OpenBLAS buffers, and a KV cache of 8,000,000 positions of the
+	// tiny model's 1 KiB (2 · 4 layers · 2 KV heads · head_dim 16 · 4 bytes) some 7.6 GiB.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--threads", "16,1"}, "2048 MiB for 16 more OpenBLAS thread buffers"},
+		{[]string{"--threads", "1", "--max-len", "8000000"}, "7812 MiB for the KV cache (1 sequences of --max-len 8000000)"},
+	} {
+		script := `ulimit -v 3000000 && exec "$@"`
+		cmd := child()
+		cmd.Path, cmd.Args = "/bin/sh", append([]string{"sh", "-c", script, "sh", os.Args[0]},
+			append([]string{"generate", "--model", dir, "--prompt", "hi", "--max-new-tokens", "2"}, c.args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(90 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("generate %q under ulimit -v did not finish: %s", c.args, stderr.String())
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "address-space limit is too small: ulimit -v: 2929 MiB") ||
+			!strings.Contains(stderr.String(), c.want) {
+			t.Errorf("generate %q: exit %d, stderr %q; want 2 and a message naming ulimit -v and %q", c.args, code, stderr.String(), c.want)
+		}
 	}
 }
 

@@ -193,6 +193,15 @@ func (c *Checkpoint) Data(name string) ([]byte, error) {
 	return f.Data(name)
 }
 
+// ReadInto reads a tensor's bytes into dst (see File.ReadInto).
+func (c *Checkpoint) ReadInto(name string, dst []byte) error {
+	f, err := c.File(name)
+	if err != nil {
+		return err
+	}
+	return f.ReadInto(name, dst)
+}
+
 // Metadata returns the __metadata__ of the first file (shards written together share it).
 func (c *Checkpoint) Metadata() map[string]string {
 	if len(c.files) == 0 {

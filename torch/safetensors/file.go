@@ -11,12 +11,16 @@ type Reader interface {
 	Has(name string) bool
 	Info(name string) (TensorInfo, error)
 	Data(name string) ([]byte, error) // a new slice the caller owns
+	// ReadInto reads the tensor's bytes into dst, which holds exactly their number: memory the
+	// caller chose (torch.LoadTensor reads into C memory, so that weights never pass through
+	// the Go heap).
+	ReadInto(name string, dst []byte) error
 }
 
 // File is an open safetensors file. Its methods must not be called after Close.
 //
 // The header is read and validated by Open; tensor bytes are read with pread (ReadAt) by each
-// Data call, not mapped: a mapped file that another process truncates kills the reader with
+// Data or ReadInto call, not mapped: a mapped file that another process truncates kills the reader with
 // SIGBUS the moment it touches a lost page (in the shim's copy, where Go cannot turn the fault
 // into an error), while a read past the new end is a short read that Data reports.
 type File struct {
@@ -74,28 +78,44 @@ func (f *File) Info(name string) (TensorInfo, error) {
 	return t, nil
 }
 
-// Data reads a tensor's raw little-endian bytes into a new slice, which the caller owns. A file
-// that changed size since Open (truncated or rewritten by another process) gives an error naming
-// the file and the tensor.
+// Data reads a tensor's raw little-endian bytes into a new slice, which the caller owns (see
+// ReadInto).
 func (f *File) Data(name string) ([]byte, error) {
+	t, ok := f.h.tensors[name]
+	if !ok || f.fd == nil {
+		return nil, f.ReadInto(name, nil) // the error ReadInto gives
+	}
+	buf := make([]byte, t.End-t.Begin)
+	if err := f.ReadInto(name, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// ReadInto reads a tensor's raw little-endian bytes into dst, which must hold exactly their
+// number. A file that changed size since Open (truncated or rewritten by another process) gives
+// an error naming the file and the tensor.
+func (f *File) ReadInto(name string, dst []byte) error {
 	if f.fd == nil {
-		return nil, fmt.Errorf("safetensors: %s: file is closed", f.path)
+		return fmt.Errorf("safetensors: %s: file is closed", f.path)
 	}
 	t, ok := f.h.tensors[name]
 	if !ok {
-		return nil, fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
+		return fmt.Errorf("safetensors: %s: no tensor %q", f.path, name)
 	}
-	buf := make([]byte, t.End-t.Begin)
-	n, err := f.fd.ReadAt(buf, f.dataStart+t.Begin)
-	if n == len(buf) {
-		return buf, nil
+	if int64(len(dst)) != t.End-t.Begin {
+		return fmt.Errorf("safetensors: %s: tensor %q holds %d bytes, not %d", f.path, name, t.End-t.Begin, len(dst))
+	}
+	n, err := f.fd.ReadAt(dst, f.dataStart+t.Begin)
+	if n == len(dst) {
+		return nil
 	}
 	want := f.dataStart + f.h.dataLen
 	if st, serr := f.fd.Stat(); serr == nil && st.Size() < want {
-		return nil, fmt.Errorf("safetensors: %s: tensor %q: the file is now %d bytes, shorter than the %d its header "+
+		return fmt.Errorf("safetensors: %s: tensor %q: the file is now %d bytes, shorter than the %d its header "+
 			"describes (truncated while open?)", f.path, name, st.Size(), want)
 	}
-	return nil, fmt.Errorf("safetensors: %s: tensor %q: read %d of %d bytes: %w", f.path, name, n, len(buf), err)
+	return fmt.Errorf("safetensors: %s: tensor %q: read %d of %d bytes: %w", f.path, name, n, len(dst), err)
 }
 
 // Metadata returns a copy of the header's __metadata__ map (nil if the file has none).

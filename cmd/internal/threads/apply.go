@@ -2,9 +2,12 @@ package threads
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +21,23 @@ const blasBuffer = 128 << 20
 
 // headroomMargin is address space left for libtorch's and Go's own growth during the warm-up.
 const headroomMargin = 64 << 20
+
+// goHeapGrowth is address space left for the Go heap: it grows by arenas of 64 MiB, and a
+// runtime that cannot map the next one stops with a fatal error no code can catch. One arena
+// beyond what the reserves marked Go ask for.
+const goHeapGrowth = 64 << 20
+
+// ErrAddressSpace is wrapped by Apply's refusal under an address-space limit (ulimit -v) too
+// small for the command: a setup mistake, said before anything large is reserved.
+var ErrAddressSpace = errors.New("the address-space limit is too small")
+
+// Reserve is address space a command takes after Apply (a model's weights, its KV cache, a
+// tokenizer's tables), named in the refusal. Go marks what the Go heap holds.
+type Reserve struct {
+	What  string
+	Bytes int64
+	Go    bool
+}
 
 // InEffect is what a process runs with after Apply: the pool sizes read back from libtorch and
 // OpenBLAS (BLAS -1: the BLAS is not OpenBLAS and runs on the calling thread).
@@ -34,10 +54,10 @@ func (e InEffect) String() string {
 	return fmt.Sprintf("threads: %d intra-op, BLAS %s (asked %d,%d by %s)", e.ReadIntraOp, blas, e.IntraOp, e.BLAS, e.Source)
 }
 
-// Apply checks that the address-space limit leaves OpenBLAS its buffers, sizes both pools and runs
-// one matmul so that the calling thread's buffer is taken now. Run it on the torch thread, before
-// loading a model.
-func Apply(s Setting) (InEffect, error) {
+// Apply checks that the address-space limit leaves OpenBLAS its buffers and the command what it
+// reserves after (reserves), sizes both pools and runs one matmul so that the calling thread's
+// buffer is taken now. Run it on the torch thread, before loading a model or anything large.
+func Apply(s Setting, reserves ...Reserve) (InEffect, error) {
 	if s.IntraOp < 1 || s.BLAS < 1 {
 		return InEffect{}, fmt.Errorf("threads: %v: both pools need at least one thread", s)
 	}
@@ -46,7 +66,7 @@ func Apply(s Setting) (InEffect, error) {
 		// Check before setting: new OpenBLAS workers map their buffers as they start, and
 		// would spin there.
 		_, blasBefore := torch.Threads()
-		if err := checkAddressSpace(s, blasBefore); err != nil {
+		if err := checkAddressSpace(s, blasBefore, reserves); err != nil {
 			return err
 		}
 		torch.SetNumThreads(s.IntraOp)
@@ -59,13 +79,12 @@ func Apply(s Setting) (InEffect, error) {
 	return e, err
 }
 
-// checkAddressSpace fails when ulimit -v leaves less than the BLAS buffers still to be mapped
-// need: one per thread that may call a matmul (the intra-op threads) and one per OpenBLAS worker
-// beyond those started when the library loaded (blasBefore; -1: not OpenBLAS, nothing to check).
-func checkAddressSpace(s Setting, blasBefore int) error {
-	if blasBefore < 0 {
-		return nil
-	}
+// checkAddressSpace fails when ulimit -v leaves less than what is still to be mapped: one BLAS
+// buffer per thread that may call a matmul (the intra-op threads) and per OpenBLAS worker beyond
+// those started when the library loaded (blasBefore; -1: not OpenBLAS, none), the command's
+// reserves, the Go heap's growth and a margin. When it passes, the Go heap is held to its share
+// (limitGoHeap).
+func checkAddressSpace(s Setting, blasBefore int, reserves []Reserve) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &lim); err != nil || lim.Cur == math.MaxUint64 {
 		return nil
@@ -74,20 +93,63 @@ func checkAddressSpace(s Setting, blasBefore int) error {
 	if err != nil {
 		return nil // no /proc: nothing to check against
 	}
-	return headroom(lim.Cur, used, s.IntraOp+max(s.BLAS-blasBefore, 0))
+	buffers := 0
+	if blasBefore >= 0 {
+		buffers = s.IntraOp + max(s.BLAS-blasBefore, 0)
+	}
+	if err := headroom(lim.Cur, used, buffers, reserves); err != nil {
+		return err
+	}
+	limitGoHeap(lim.Cur-used-need(buffers, reserves), reserves)
+	return nil
 }
 
-// headroom is the check itself: limit and used in bytes, buffers the BLAS buffers still to map.
-func headroom(limit, used uint64, buffers int) error {
-	need := uint64(buffers)*blasBuffer + headroomMargin
-	if used <= limit && limit-used >= need {
+// need is what the check asks to be free: buffers BLAS buffers, the reserves, the Go heap's
+// growth and the margin.
+func need(buffers int, reserves []Reserve) uint64 {
+	n := uint64(buffers)*blasBuffer + headroomMargin + goHeapGrowth
+	for _, r := range reserves {
+		n += uint64(max(r.Bytes, 0))
+	}
+	return n
+}
+
+// headroom is the check itself: limit and used in bytes, buffers the BLAS buffers still to map,
+// reserves what the command takes after.
+func headroom(limit, used uint64, buffers int, reserves []Reserve) error {
+	n := need(buffers, reserves)
+	if used <= limit && limit-used >= n {
 		return nil
 	}
+	parts := []string{fmt.Sprintf("%d MiB for %d more OpenBLAS thread buffers", uint64(buffers)*blasBuffer>>20, buffers)}
+	for _, r := range reserves {
+		parts = append(parts, fmt.Sprintf("%d MiB for %s", r.Bytes>>20, r.What))
+	}
+	parts = append(parts, fmt.Sprintf("%d MiB for the Go heap's growth and %d MiB margin", goHeapGrowth>>20, headroomMargin>>20))
 	free := int64(limit) - int64(used)
-	return fmt.Errorf("threads: the address-space limit (ulimit -v: %d MiB) leaves %d MiB free, and OpenBLAS needs "+
-		"%d MiB for %d more thread buffers (plus %d MiB margin); short of it, OpenBLAS retries its allocation "+
-		"forever. Raise or lift ulimit -v, or use fewer threads (--threads 1)",
-		limit>>20, free>>20, uint64(buffers)*blasBuffer>>20, buffers, headroomMargin>>20)
+	return fmt.Errorf("threads: %w: ulimit -v: %d MiB leaves %d MiB free, and this command needs %d MiB more (%s); short of it, "+
+		"OpenBLAS retries its allocation forever and the Go runtime stops with a fatal error. Raise or lift ulimit -v, "+
+		"or ask for less (fewer threads with --threads 1, a shorter --max-len, fewer sequences)",
+		ErrAddressSpace, limit>>20, free>>20, n>>20, strings.Join(parts, ", "))
+}
+
+// limitGoHeap sets the Go runtime's soft memory limit, unless GOMEMLIMIT set one, to what Go
+// holds now, its reserves and growth, and its share of the slack left after every reserve: the
+// collector then runs before the heap outgrows the address space, rather than after (a
+// collection that falls behind under load would let the heap map arenas that are not there).
+func limitGoHeap(slack uint64, reserves []Reserve) {
+	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(sample)
+	budget := sample[0].Value.Uint64() + goHeapGrowth + slack/2
+	for _, r := range reserves {
+		if r.Go {
+			budget += uint64(max(r.Bytes, 0))
+		}
+	}
+	debug.SetMemoryLimit(int64(min(budget, math.MaxInt64)))
 }
 
 // warmBLAS multiplies two small matrices: OpenBLAS maps the calling thread's buffer on first use.

@@ -8,8 +8,13 @@
 // Every command therefore resolves one Setting (--threads, else MTGRPO_THREADS, else the default
 // measured fastest in docs/bench/threads.md) and applies it on the torch thread before any work.
 //
-// Apply also guards a failure OpenBLAS cannot report: under an address-space limit (ulimit -v) too
-// small for its per-thread buffers, OpenBLAS retries the allocation forever. Apply checks the
-// headroom first, returns an error naming the limit when it is short, and otherwise makes OpenBLAS
-// take its buffers at once, before the model and caches claim the address space.
+// Apply also guards failures that cannot be reported where they happen: under an address-space
+// limit (ulimit -v) too small, OpenBLAS retries its per-thread buffers' allocation forever, and the
+// Go runtime stops with a fatal error when it cannot map the heap's next arena. Apply checks the
+// headroom first, for the buffers, the Go heap's growth, a margin and what the command says it will
+// take after (Reserve: generate's weights, KV cache and tokenizer), returns an error wrapping
+// ErrAddressSpace that names the limit and each part when it is short, and otherwise holds the Go
+// heap to its share (a soft memory limit) and makes OpenBLAS take its buffers at once, before the
+// model and caches claim the address space. What maps before main (libtorch, OpenBLAS, the Go
+// runtime's own reservations: some 2.3 GB here) is counted, not avoidable.
 package threads

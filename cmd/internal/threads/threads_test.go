@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -58,19 +59,24 @@ func TestResolvePrecedence(t *testing.T) {
 	}
 }
 
-// headroom: limit 2 GiB, 1.75 GiB used leaves 256 MiB; 1 buffer needs 128 MiB + 64 MiB margin:
-// enough. 2 buffers need 320 MiB: short, and the message gives the figures.
+// headroom: limit 2 GiB, 1.75 GiB used leaves 256 MiB; 1 buffer needs 128 MiB + 64 MiB for the
+// Go heap + 64 MiB margin = 256 MiB: enough. 2 buffers need 384 MiB: short, and the message gives
+// the figures; so does 1 buffer with a reserve of 100 MiB (356 MiB), naming it.
 func TestHeadroom(t *testing.T) {
 	const gib = 1 << 30
-	if err := headroom(2*gib, 7*gib/4, 1); err != nil {
+	if err := headroom(2*gib, 7*gib/4, 1, nil); err != nil {
 		t.Errorf("enough: %v", err)
 	}
-	err := headroom(2*gib, 7*gib/4, 2)
-	if err == nil || !strings.Contains(err.Error(), "ulimit -v: 2048 MiB") || !strings.Contains(err.Error(), "leaves 256 MiB") ||
-		!strings.Contains(err.Error(), "256 MiB for 2 more thread buffers") {
+	err := headroom(2*gib, 7*gib/4, 2, nil)
+	if !errors.Is(err, ErrAddressSpace) || !strings.Contains(err.Error(), "ulimit -v: 2048 MiB leaves 256 MiB free, and this command needs 384 MiB more") ||
+		!strings.Contains(err.Error(), "256 MiB for 2 more OpenBLAS thread buffers") {
 		t.Errorf("short: %v", err)
 	}
-	if err := headroom(gib, 2*gib, 1); err == nil || !strings.Contains(err.Error(), "leaves -1024 MiB") {
+	err = headroom(2*gib, 7*gib/4, 1, []Reserve{{What: "the KV cache", Bytes: 100 << 20}})
+	if !errors.Is(err, ErrAddressSpace) || !strings.Contains(err.Error(), "needs 356 MiB more (128 MiB for 1 more OpenBLAS thread buffers, 100 MiB for the KV cache, 64 MiB for the Go heap's growth and 64 MiB margin)") {
+		t.Errorf("a reserve: %v", err)
+	}
+	if err := headroom(gib, 2*gib, 1, nil); err == nil || !strings.Contains(err.Error(), "leaves -1024 MiB") {
 		t.Errorf("over the limit already: %v", err)
 	}
 }
