@@ -72,7 +72,7 @@ func TestCalcMultShapes(t *testing.T) {
 		}
 	}
 	for _, bad := range []Config{{Digits: 7}, {Digits: -1}, {Factors: 1}, {Factors: 5}} {
-		if _, err := Open("calc_mult", bad); err == nil || !strings.Contains(err.Error(), "env: digits") && !strings.Contains(err.Error(), "env: factors") {
+		if _, err := Open("calc_mult", bad); err == nil || !strings.Contains(err.Error(), "env.digits") && !strings.Contains(err.Error(), "env.factors") {
 			t.Errorf("%+v: error %v", bad, err)
 		}
 	}

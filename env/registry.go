@@ -6,12 +6,14 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // Config selects and tunes an environment. Zero values mean each environment's default.
@@ -79,56 +81,31 @@ type Config struct {
 	ExtraTools []Tool `yaml:"-"`
 }
 
-// KeyError is a bad setting of Config, named by its key in a run's env: section (reward_rule,
-// digits, ...).
-type KeyError struct {
-	Key string
-	Err error
-}
-
-func (e *KeyError) Error() string { return fmt.Sprintf("env: %s: %v", e.Key, e.Err) }
-
-func (e *KeyError) Unwrap() error { return e.Err }
-
-func badKey(key, format string, a ...any) error {
-	return &KeyError{Key: key, Err: fmt.Errorf(format, a...)}
-}
-
-// Validate names the first bad setting by its key (a KeyError).
+// Validate names the first bad setting by its key in a run's configuration (env.lake_size, a
+// setting.KeyError).
 func (c Config) Validate() error {
 	switch c.Context {
 	case "", ContextOff, ContextInverse, ContextScaled:
 	default:
-		return badKey("reward_rule", "%q: want off, inverse or scaled", c.Context)
+		return setting.Errorf("env.reward_rule", "%q: want off, inverse or scaled", c.Context)
 	}
-	m := c.mult()
-	switch {
-	case c.Context == ContextScaled && c.Budget <= 0:
-		return badKey("reward_budget", "%d: the scaled reward rule needs a token budget > 0", c.Budget)
-	case c.Budget < 0:
-		return badKey("reward_budget", "%d: must be at least 0", c.Budget)
-	case c.ToolTime < 0:
-		return badKey("tool_time", "%v: must be >= 0", c.ToolTime)
-	case !(c.DirectDemos >= 0 && c.DirectDemos <= 1):
-		return badKey("direct_demos", "%v: must be in [0, 1]", c.DirectDemos)
-	case m.Digits < 1 || m.Digits > 6:
-		return badKey("digits", "%d: want 1 to 6 (0: %d)", c.Digits, DefaultMult.Digits)
-	case m.Factors < 2 || m.Factors > 4:
-		return badKey("factors", "%d: want 2 to 4 (0: %d)", c.Factors, DefaultMult.Factors)
-	case c.MaxNumber != 0 && (c.MaxNumber < MinMaxNumber || c.MaxNumber > MaxMaxNumber):
-		return badKey("max_number", "%d: want %d to %d (0: the templates' own ranges, up to %d)",
-			c.MaxNumber, MinMaxNumber, MaxMaxNumber, DefaultMaxNumber)
-	case c.Countries < 0 || c.Countries > MaxCorpusSize:
-		return badKey("countries", "%d: want 1 to %d (0: %d)", c.Countries, MaxCorpusSize, DefaultCorpusSize)
-	case c.LakeSize != 0 && (c.LakeSize < MinLakeSize || c.LakeSize > MaxLakeSize):
-		return badKey("lake_size", "%d: want %d to %d (0: %d; across a %d×%d lake is the %d moves an episode may make)",
-			c.LakeSize, MinLakeSize, MaxLakeSize, DefaultLakeSize, MaxLakeSize, MaxLakeSize, lakeSteps)
-	case c.MaxTurns < 0:
-		return badKey("max_turns", "%d: must be at least 0", c.MaxTurns)
-	case c.MaxToolCalls < 0:
-		return badKey("max_tool_calls", "%d: must be at least 0", c.MaxToolCalls)
+	budget, why := 0, ""
+	if c.Context == ContextScaled {
+		budget, why = 1, "the scaled reward rule's numerator"
 	}
-	return nil
+	lake := fmt.Sprintf("across a %d×%d lake is the %d moves an episode may make", MaxLakeSize, MaxLakeSize, lakeSteps)
+	return setting.Check(
+		setting.In("env.reward_budget", c.Budget, budget, setting.MaxTokens).Because(why),
+		setting.AtLeast("env.tool_time", c.ToolTime, 0),
+		setting.In("env.direct_demos", c.DirectDemos, 0, 1),
+		setting.In("env.digits", c.Digits, 1, 6).OrZero(strconv.Itoa(DefaultMult.Digits)),
+		setting.In("env.factors", c.Factors, 2, 4).OrZero(strconv.Itoa(DefaultMult.Factors)),
+		setting.In("env.max_number", c.MaxNumber, MinMaxNumber, MaxMaxNumber).OrZero(fmt.Sprintf("the templates' own ranges, up to %d", DefaultMaxNumber)),
+		setting.In("env.countries", c.Countries, 1, MaxCorpusSize).OrZero(strconv.Itoa(DefaultCorpusSize)),
+		setting.In("env.lake_size", c.LakeSize, MinLakeSize, MaxLakeSize).OrZero(strconv.Itoa(DefaultLakeSize)).Because(lake),
+		setting.In("env.max_turns", c.MaxTurns, 0, setting.MaxCount),
+		setting.In("env.max_tool_calls", c.MaxToolCalls, 0, setting.MaxCount),
+	)
 }
 
 // mult is the calc_mult task shape: Digits and Factors over DefaultMult.

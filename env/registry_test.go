@@ -6,31 +6,35 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
-// Validate names the first bad setting by its env: key, and Open refuses the same settings.
+// Validate names the first bad setting by its key (env.KEY in a run), and Open refuses the same
+// settings.
 func TestConfigValidateNamesKey(t *testing.T) {
 	for _, tc := range []struct {
 		c   Config
 		key string
 		msg string
 	}{
-		{Config{Context: "linear"}, "reward_rule", `"linear": want off, inverse or scaled`},
-		{Config{Context: ContextScaled}, "reward_budget", "0: the scaled reward rule needs a token budget > 0"},
-		{Config{Budget: -1}, "reward_budget", "-1: must be at least 0"},
-		{Config{ToolTime: -time.Second}, "tool_time", "-1s: must be >= 0"},
-		{Config{DirectDemos: 1.5}, "direct_demos", "1.5: must be in [0, 1]"},
-		{Config{Digits: 7}, "digits", "7: want 1 to 6 (0: 3)"},
-		{Config{Factors: 1}, "factors", "1: want 2 to 4 (0: 2)"},
-		{Config{LakeSize: 1}, "lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
-		{Config{LakeSize: 7}, "lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
-		{Config{MaxNumber: 9}, "max_number", "9: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
-		{Config{MaxNumber: -1}, "max_number", "-1: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
-		{Config{MaxTurns: -2}, "max_turns", "-2: must be at least 0"},
-		{Config{MaxToolCalls: -1}, "max_tool_calls", "-1: must be at least 0"},
+		{Config{Context: "linear"}, "env.reward_rule", `"linear": want off, inverse or scaled`},
+		{Config{Context: ContextScaled}, "env.reward_budget", "0: must be at least 1 (the scaled reward rule's numerator)"},
+		{Config{Budget: -1}, "env.reward_budget", "-1: must be at least 0"},
+		{Config{ToolTime: -time.Second}, "env.tool_time", "-1s: must be at least 0s"},
+		{Config{DirectDemos: 1.5}, "env.direct_demos", "1.5: must be in [0, 1]"},
+		{Config{Digits: 7}, "env.digits", "7: want 1 to 6 (0: 3)"},
+		{Config{Factors: 1}, "env.factors", "1: want 2 to 4 (0: 2)"},
+		{Config{LakeSize: 1}, "env.lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{LakeSize: 7}, "env.lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{MaxNumber: 9}, "env.max_number", "9: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
+		{Config{MaxNumber: -1}, "env.max_number", "-1: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
+		{Config{MaxTurns: -2}, "env.max_turns", "-2: must be at least 0"},
+		{Config{MaxToolCalls: -1}, "env.max_tool_calls", "-1: must be at least 0"},
+		{Config{MaxToolCalls: setting.MaxCount + 1}, "env.max_tool_calls", "16777217: must be at most 16777216"},
 	} {
 		err := tc.c.Validate()
-		var ke *KeyError
+		var ke *setting.KeyError
 		if !errors.As(err, &ke) || ke.Key != tc.key || ke.Err.Error() != tc.msg {
 			t.Errorf("%+v: got %v, want %s: %s", tc.c, err, tc.key, tc.msg)
 		}

@@ -190,10 +190,10 @@ func TestStepCancelledWhileToolsRun(t *testing.T) {
 
 // The limits come from Config; negative values are refused by Open.
 func TestToolLimitsConfig(t *testing.T) {
-	if _, err := Open("calc_mult", Config{MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "env: max_tool_calls: -1") {
+	if _, err := Open("calc_mult", Config{MaxToolCalls: -1}); err == nil || !strings.Contains(err.Error(), "env.max_tool_calls: -1") {
 		t.Errorf("negative MaxToolCalls: %v", err)
 	}
-	if _, err := Open("calc_mult", Config{ToolTime: -time.Second}); err == nil || !strings.Contains(err.Error(), "env: tool_time: -1s") {
+	if _, err := Open("calc_mult", Config{ToolTime: -time.Second}); err == nil || !strings.Contains(err.Error(), "env.tool_time: -1s") {
 		t.Errorf("negative ToolTime: %v", err)
 	}
 	e, err := Open("calc_mult", Config{MaxToolCalls: 1})

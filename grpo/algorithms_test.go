@@ -287,6 +287,10 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Optim.LR = math.NaN() }, "optim.lr"},
 		{func(c *Config) { c.Reward.KLCoef = -1 }, "reward.kl_coef"},
 		{func(c *Config) { c.DAPO.OverlongLen = 10000 }, "overlong"},
+		{func(c *Config) { c.Rollout.Sampling.TopP = 0 }, "rollout.top_p: 0: must be in (0, 1]"},
+		{func(c *Config) { c.Rollout.MaxLen = 512 }, "rollout.max_len: 512 tokens per sequence leave no room for a context before 512 new tokens"},
+		{func(c *Config) { c.Rollout.Tasks, c.Rollout.GroupSize = 1<<19, 4 }, "rollout.group: rollout.tasks 524288 × rollout.group 4"},
+		{func(c *Config) { c.Advantage.GAE.BiLevel = true }, "advantage.bi_level"},
 	} {
 		cfg := Defaults()
 		c.mutate(&cfg)

@@ -1,12 +1,9 @@
 package grpo
 
 import (
-	"fmt"
-	"math"
-
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -191,89 +188,102 @@ func (c *Config) CriticLR() float64 {
 	return CriticLRRatio * c.Optim.LR
 }
 
-// Validate names the first bad setting by its key (a KeyError).
+// Validate names the first bad setting by its key (a setting.KeyError): every number against
+// the one range declared for its key here, then the rules that tie settings together (the
+// sections' own Validate: advantage, loss).
 func (c *Config) Validate() error {
-	r, u, o := c.Rollout, c.Update, c.Optim
-	switch {
-	case r.Tasks < 1:
-		return enum.BadKey("rollout.tasks", "%d, want >= 1", r.Tasks)
-	case r.GroupSize < 1:
-		return enum.BadKey("rollout.group", "%d, want >= 1", r.GroupSize)
-	case r.MaxTurns < 0:
-		return enum.BadKey("rollout.max_turns", "%d, want >= 0", r.MaxTurns)
-	case r.MaxContextTokens < 0:
-		return enum.BadKey("rollout.max_context_tokens", "%d, want >= 0", r.MaxContextTokens)
-	case r.MaxLen < 0:
-		return enum.BadKey("rollout.max_len", "%d, want >= 0", r.MaxLen)
-	case r.Workers < 0:
-		return enum.BadKey("rollout.workers", "%d, want >= 0", r.Workers)
-	case r.MaxOpenEpisodes < 0:
-		return enum.BadKey("rollout.max_open_episodes", "%d, want >= 0", r.MaxOpenEpisodes)
-	case u.Epochs < 1:
-		return enum.BadKey("update.epochs", "%d, want >= 1", u.Epochs)
-	case u.MiniBatches < 1:
-		return enum.BadKey("update.mini_batches", "%d, want >= 1", u.MiniBatches)
-	case u.MiniBatches > r.Tasks*r.GroupSize:
-		return enum.BadKey("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.GroupSize)
-	case u.MicroTokens < 1:
-		return enum.BadKey("update.micro_tokens", "%d, want >= 1", u.MicroTokens)
-	case !(o.LR >= 0 && o.LR <= MaxLR):
-		return enum.BadKey("optim.lr", "%v, want a number in [0, %v]", o.LR, MaxLR)
-	case !(o.Beta1 >= 0 && o.Beta1 < 1):
-		return enum.BadKey("optim.beta1", "%v, want a value in [0, 1)", o.Beta1)
-	case !(o.Beta2 >= 0 && o.Beta2 < 1):
-		return enum.BadKey("optim.beta2", "%v, want a value in [0, 1)", o.Beta2)
-	case !(o.Eps > 0) || math.IsInf(o.Eps, 1):
-		return enum.BadKey("optim.eps", "%v, want a finite number > 0", o.Eps)
-	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 1):
-		return enum.BadKey("optim.weight_decay", "%v, want a finite number >= 0", o.WeightDecay)
-	case o.Warmup < 0:
-		return enum.BadKey("optim.warmup", "%d, want >= 0", o.Warmup)
-	case o.TotalSteps < 0:
-		return enum.BadKey("optim.total_steps", "%d, want >= 0", o.TotalSteps)
-	case !(o.MinLRRatio >= 0 && o.MinLRRatio <= 1):
-		return enum.BadKey("optim.min_lr_ratio", "%v, want a value in [0, 1]", o.MinLRRatio)
-	case !(o.MaxGradNorm >= 0) || math.IsInf(o.MaxGradNorm, 1):
-		return enum.BadKey("optim.max_grad_norm", "%v, want a finite number >= 0", o.MaxGradNorm)
-	case c.DAPO.MaxGenBatches < 0:
-		return enum.BadKey("dapo.max_gen_batches", "%d, want >= 0", c.DAPO.MaxGenBatches)
-	case c.DAPO.OverlongLen < 0:
-		return enum.BadKey("dapo.overlong_len", "%d, want >= 0", c.DAPO.OverlongLen)
-	case !(c.DAPO.OverlongFactor >= 0) || math.IsInf(c.DAPO.OverlongFactor, 1):
-		return enum.BadKey("dapo.overlong_factor", "%v, want a finite number >= 0", c.DAPO.OverlongFactor)
-	case !(c.Critic.LR >= 0 && c.Critic.LR <= MaxLR):
-		return enum.BadKey("critic.lr", "%v, want a number in [0, %v]", c.Critic.LR, MaxLR)
-	case !(c.Critic.ValueClip >= 0) || math.IsInf(c.Critic.ValueClip, 1):
-		return enum.BadKey("critic.value_clip", "%v, want a finite number >= 0", c.Critic.ValueClip)
-	case c.Critic.Warmup < 0:
-		return enum.BadKey("critic.warmup", "%d, want >= 0", c.Critic.Warmup)
-	case !(c.Critic.MaxGradNorm >= 0) || math.IsInf(c.Critic.MaxGradNorm, 1):
-		return enum.BadKey("critic.max_grad_norm", "%v, want a finite number >= 0", c.Critic.MaxGradNorm)
+	r, s, u, o, d, k := c.Rollout, c.Rollout.Sampling, c.Update, c.Optim, c.DAPO, c.Critic
+	if err := setting.Check(
+		setting.In("rollout.tasks", r.Tasks, 1, setting.MaxTrajectories),
+		setting.In("rollout.group", r.GroupSize, 1, setting.MaxTrajectories),
+		setting.In("rollout.max_new_tokens", s.MaxNewTokens, 1, setting.MaxTokens),
+		setting.In("rollout.top_k", s.TopK, 0, setting.MaxTokens),
+		setting.In("rollout.temperature", s.Temperature, 0, 100),
+		setting.In("rollout.top_p", s.TopP, 0, 1).Above(),
+		setting.In("rollout.min_p", s.MinP, 0, 1).Below(),
+		setting.In("rollout.max_turns", r.MaxTurns, 0, setting.MaxCount),
+		setting.In("rollout.max_context_tokens", r.MaxContextTokens, 0, setting.MaxTokens),
+		setting.In("rollout.max_len", r.MaxLen, 0, setting.MaxTokens),
+		setting.In("rollout.workers", r.Workers, 0, setting.MaxCount),
+		setting.In("rollout.max_open_episodes", r.MaxOpenEpisodes, 0, setting.MaxTrajectories),
+		setting.In("update.epochs", u.Epochs, 1, setting.MaxCount),
+		setting.In("update.mini_batches", u.MiniBatches, 1, setting.MaxTrajectories),
+		setting.In("update.micro_tokens", u.MicroTokens, 1, setting.MaxTokensPerStep),
+		setting.In("optim.lr", o.LR, 0, MaxLR),
+		setting.In("optim.beta1", o.Beta1, 0, 1).Below(),
+		setting.In("optim.beta2", o.Beta2, 0, 1).Below(),
+		setting.AtLeast("optim.eps", o.Eps, 0).Above(),
+		setting.AtLeast("optim.weight_decay", o.WeightDecay, 0),
+		setting.In("optim.warmup", o.Warmup, 0, setting.MaxCount),
+		setting.In("optim.min_lr_ratio", o.MinLRRatio, 0, 1),
+		setting.AtLeast("optim.max_grad_norm", o.MaxGradNorm, 0),
+		setting.AtLeast("optim.total_steps", o.TotalSteps, 0),
+		setting.AtLeast("reward.kl_coef", c.Reward.KLCoef, 0),
+		setting.In("dapo.max_gen_batches", d.MaxGenBatches, 0, setting.MaxCount),
+		setting.In("dapo.overlong_len", d.OverlongLen, 0, setting.MaxTokens),
+		setting.AtLeast("dapo.overlong_factor", d.OverlongFactor, 0),
+		setting.In("critic.lr", k.LR, 0, MaxLR),
+		setting.In("critic.warmup", k.Warmup, 0, setting.MaxCount),
+		setting.AtLeast("critic.value_clip", k.ValueClip, 0),
+		setting.AtLeast("critic.max_grad_norm", k.MaxGradNorm, 0),
+	); err != nil {
+		return err
 	}
-	if _, err := ParseSchedule(string(o.Schedule)); err != nil {
-		return &KeyError{Key: "optim.schedule", Err: err}
+	if err := r.validateSizes(); err != nil {
+		return err
 	}
-	if err := r.Sampling.Validate(); err != nil {
-		return fmt.Errorf("rollout.%w", err)
+	if u.MiniBatches > r.Tasks*r.GroupSize {
+		return setting.Errorf("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.GroupSize)
+	}
+	if err := setting.OneOf("optim.schedule", o.Schedule, []Schedule{algo.Constant, algo.Cosine}); err != nil {
+		return err
 	}
 	if err := c.Advantage.Validate(); err != nil {
 		return err
 	}
-	if !(c.Reward.KLCoef >= 0) || math.IsInf(c.Reward.KLCoef, 0) {
-		return enum.BadKey("reward.kl_coef", "%v, want a finite number >= 0", c.Reward.KLCoef)
-	}
 	if c.Reward.KLCoef > 0 {
-		if _, err := ParseKLKind(string(c.Reward.KLKind)); err != nil {
-			return &KeyError{Key: "reward.kl_kind", Err: err}
+		if err := c.Reward.KLKind.Validate("reward.kl_kind"); err != nil {
+			return err
 		}
 	}
-	if c.DAPO.OverlongLen > 0 {
-		o := algo.Overlong{Buffer: c.DAPO.OverlongLen, Factor: c.DAPO.OverlongFactor}
-		if err := o.Validate(c.Rollout.Sampling.MaxNewTokens); err != nil {
+	if d.OverlongLen > 0 {
+		o := algo.Overlong{Buffer: d.OverlongLen, Factor: d.OverlongFactor}
+		if err := o.Validate(s.MaxNewTokens); err != nil {
 			return err
 		}
 	}
 	return c.Loss.Validate()
+}
+
+// KVLen is the KV cache length of one sequence: MaxLen, else the longest context plus one
+// output, else 4096.
+func (r RolloutConfig) KVLen() int {
+	switch {
+	case r.MaxLen > 0:
+		return r.MaxLen
+	case r.MaxContextTokens > 0:
+		return r.MaxContextTokens + r.Sampling.MaxNewTokens
+	}
+	return 4096
+}
+
+// validateSizes checks what the rollout's sizes imply together: the trajectories of a step, the
+// tokens they hold, and room for a context before an output.
+func (r RolloutConfig) validateSizes() error {
+	trajs, ok := setting.Product(r.Tasks, r.GroupSize, setting.MaxTrajectories)
+	if !ok {
+		return setting.Errorf("rollout.group", "rollout.tasks %d × rollout.group %d trajectories per step: must be at most %d",
+			r.Tasks, r.GroupSize, setting.MaxTrajectories)
+	}
+	if _, ok := setting.Product(trajs, r.KVLen(), setting.MaxTokensPerStep); !ok {
+		return setting.Errorf("rollout.tasks", "%d trajectories per step × %d tokens each (rollout.max_len): must be at most %d tokens",
+			trajs, r.KVLen(), int64(setting.MaxTokensPerStep))
+	}
+	if r.KVLen() <= r.Sampling.MaxNewTokens {
+		return setting.Errorf("rollout.max_len", "%d tokens per sequence leave no room for a context before %d new tokens",
+			r.KVLen(), r.Sampling.MaxNewTokens)
+	}
+	return nil
 }
 
 // NeedsReference reports whether training needs the reference model (Models.Reference): its

@@ -82,7 +82,7 @@ func distScript(t *testing.T, r *run, save func(*run)) distRecord {
 	var rec distRecord
 	var err error
 	rec.Eval, _, err = r.eval(context.Background(), distTasks(5), EvalConfig{Samples: 2,
-		Sampling: r.tr.cfg.Rollout.Sampling, Seed: 3})
+		Temperature: r.tr.cfg.Rollout.Sampling.Temperature, TopP: r.tr.cfg.Rollout.Sampling.TopP, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

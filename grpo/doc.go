@@ -8,7 +8,7 @@
 //	for step := range steps {
 //		metrics, trajs, err := tr.Step(ctx, tasks)  // one iteration; metrics under verl's names
 //	}
-//	val, _, _ := grpo.Evaluate(ctx, engine, tok, environment, heldOut, grpo.EvalConfig{Sampling: rollout.Sampling{Greedy: true}})
+//	val, _, _ := grpo.Evaluate(ctx, engine, tok, environment, heldOut, grpo.EvalConfig{Samples: 1, Greedy: true, Rollout: cfg.Rollout})
 //	m, _ := tr.SFT(demonstrations)                  // a supervised warm-up step
 //
 // Step reads in phase order (trainer.go): rollout (collect.go: the multi-turn driver on the live
@@ -61,7 +61,8 @@
 // # Files
 //
 //	trainer.go         Trainer, New, Step: the loop
-//	config.go          Config (rollout, advantage, reward shaping, loss, optim, update, DAPO, critic)
+//	config.go          Config (rollout, advantage, reward shaping, loss, optim, update, DAPO,
+//	                   critic): each key's range, declared once (internal/setting)
 //	collect.go         the rollout phase, dynamic sampling, containment of bad rewards
 //	sample.go          per-turn samples, mini-batches by trajectory, packing by token budget
 //	score.go           no-grad passes: ℓ_old, ℓ_ref, and the micro-batch layout (shared prefixes)
@@ -70,7 +71,8 @@
 //	loss_step.go       aggregation weights and loss inputs of a micro-batch; metric accumulation
 //	critic.go          the PPO critic: value head, values, its update
 //	sft.go             supervised warm-up steps on demonstrations
-//	eval.go            validation: accuracy, pass@k
+//	sft_config.go      SFTConfig (the sft: section) and the warm-up's trainer configuration
+//	eval.go            EvalConfig (the eval: section) and validation: accuracy, pass@k
 //	metrics.go         Metrics and the rollout statistics
 //
 //	dist.go            data-parallel training: Dist, DistConfig, who plays and trains what

@@ -1,7 +1,7 @@
 package grpo
 
-import "github.com/mtgrpo/mtgrpo/grpo/algo"
+import "github.com/mtgrpo/mtgrpo/internal/setting"
 
-// KeyError is a bad setting named by its key in the configuration (loss.clip_high,
-// advantage.gamma); every Validate of grpo and grpo/algo returns one.
-type KeyError = algo.KeyError
+// KeyError is setting.KeyError, the configuration's one bad-key error, under the name the
+// trainer's files use.
+type KeyError = setting.KeyError

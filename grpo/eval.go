@@ -5,30 +5,48 @@ import (
 	"fmt"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
 
-// EvalConfig says how a validation set is played.
+// EvalConfig says how a validation set is played: the eval: section (verl's
+// actor_rollout_ref.rollout.val_kwargs: n, do_sample, temperature, top_p) and, from outside the
+// section, what evaluation shares with training, its seed and its ranks.
 type EvalConfig struct {
 	// Samples per task (1 for greedy accuracy; n > 1 gives pass@k for k = 1 and n).
-	Samples int
-	// Sampling of every turn; Greedy: true for deterministic accuracy.
-	Sampling rollout.Sampling
-	// MaxTurns, MaxContextTokens, Condenser and ChatVars as in RolloutConfig.
-	MaxTurns, MaxContextTokens int
-	Condenser                  rollout.Condenser
-	ChatVars                   map[string]any
+	Samples int `yaml:"samples"`
+	// Greedy decodes deterministically; otherwise Temperature and TopP sample.
+	Greedy      bool    `yaml:"greedy"`
+	Temperature float64 `yaml:"temperature"`
+	TopP        float64 `yaml:"top_p"`
+	// Rollout is the run's rollout settings that evaluation plays by as training does: the turn
+	// and context limits, the condenser, chat variables, the output cap (Sampling.MaxNewTokens)
+	// and the open-episode bound (the environment's MaxConcurrent applies as well).
+	Rollout RolloutConfig `yaml:"-"`
 	// Seed seeds the sampling.
-	Seed uint64
-	// MaxOpenEpisodes bounds the episodes open at once, as in RolloutConfig (the environment's
-	// MaxConcurrent applies as well).
-	MaxOpenEpisodes int
+	Seed uint64 `yaml:"-"`
 	// Runner makes the runner that plays the episodes (nil: the multi-turn driver).
-	Runner rollout.NewRunner
+	Runner rollout.NewRunner `yaml:"-"`
 	// Dist shards the tasks across the training ranks, which exchange their trajectories: every
 	// rank returns the metrics of the whole set (nil: a single process plays them all).
-	Dist *Dist
+	Dist *Dist `yaml:"-"`
+}
+
+// DefaultEvalConfig is greedy accuracy: one sample per task.
+func DefaultEvalConfig() EvalConfig {
+	return EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1}
+}
+
+// Validate names the first bad setting of the eval: section by its key (a setting.KeyError).
+func (c EvalConfig) Validate() error {
+	return setting.Check(setting.In("eval.samples", c.Samples, 1, setting.MaxTrajectories),
+		setting.In("eval.temperature", c.Temperature, 0, 100), setting.In("eval.top_p", c.TopP, 0, 1).Above())
+}
+
+// sampling is every evaluation turn's sampling.
+func (c EvalConfig) sampling() rollout.Sampling {
+	return rollout.Sampling{Greedy: c.Greedy, Temperature: c.Temperature, TopP: c.TopP, MaxNewTokens: c.Rollout.Sampling.MaxNewTokens}
 }
 
 // The headline validation metrics, which the run's summary and report read: the mean reward, the
@@ -54,7 +72,7 @@ var valHeadlines = []headline{{ValScore, "val/critic/score/mean"}, {ValFormat, "
 // reward is positive for rubrics without an accuracy function). Data parallel (c.Dist), the
 // training ranks share the tasks and all return the whole set's metrics; a rank that only
 // generates (rollout ahead) returns no metrics. The trainer's own settings (condenser, turn and
-// context limits) reach c through the caller's configuration. Run on the torch thread.
+// context limits) reach c as c.Rollout. Run on the torch thread.
 func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokenizer, envs *env.Environment,
 	tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
 	if c.Dist.generates() {
@@ -69,9 +87,10 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 	if newRunner == nil {
 		newRunner = rollout.NewDriverRunner
 	}
-	d, err := newRunner(gen, tok, rollout.DriverConfig{Sampling: c.Sampling, Condenser: c.Condenser,
-		MaxTurns: c.MaxTurns, MaxContextTokens: c.MaxContextTokens, ChatVars: c.ChatVars, Seed: c.Seed,
-		MaxOpenEpisodes: openEpisodeLimit(c.MaxOpenEpisodes, envs), FirstIndex: lo * n})
+	r := c.Rollout
+	d, err := newRunner(gen, tok, rollout.DriverConfig{Sampling: c.sampling(), Condenser: r.Condenser,
+		MaxTurns: r.MaxTurns, MaxContextTokens: r.MaxContextTokens, ChatVars: r.ChatVars, Seed: c.Seed,
+		MaxOpenEpisodes: openEpisodeLimit(r.MaxOpenEpisodes, envs), FirstIndex: lo * n})
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}

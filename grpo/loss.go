@@ -16,11 +16,10 @@ package grpo
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -48,8 +47,11 @@ var policyLosses = []PolicyLoss{PolicyPPO, PolicyGSPO, PolicyCISPO}
 // ParsePolicyLoss reads a policy loss name ("ppo" is accepted for vanilla); unknown names are an
 // error naming the value.
 func ParsePolicyLoss(s string) (PolicyLoss, error) {
-	return enum.Parse("policy loss", s, policyLosses, map[string]PolicyLoss{"ppo": PolicyPPO})
+	return setting.Parse("policy loss", s, policyLosses, map[string]PolicyLoss{"ppo": PolicyPPO})
 }
+
+// UnmarshalText reads a policy loss's name as ParsePolicyLoss does (YAML, flags).
+func (p *PolicyLoss) UnmarshalText(b []byte) error { return setting.Decode(p, b, ParsePolicyLoss) }
 
 // ISMode is how the sampler-vs-trainer importance ratio ρ_IS = π_old/π_roll corrects the policy
 // loss (TRL's vllm_importance_sampling_mode; verl's rollout_is and rollout_rs). Token modes use
@@ -75,8 +77,11 @@ var isModes = []ISMode{ISOff, ISTokenTruncate, ISTokenMask, ISSeqTruncate, ISSeq
 // ParseISMode reads an importance-sampling mode ("" and "none" mean off); unknown values are an
 // error naming the value.
 func ParseISMode(s string) (ISMode, error) {
-	return enum.Parse("importance sampling mode", s, isModes, map[string]ISMode{"": ISOff, "none": ISOff})
+	return setting.Parse("importance sampling mode", s, isModes, map[string]ISMode{"": ISOff, "none": ISOff})
 }
+
+// UnmarshalText reads a mode's name as ParseISMode does (YAML, flags).
+func (m *ISMode) UnmarshalText(b []byte) error { return setting.Decode(m, b, ParseISMode) }
 
 func (m ISMode) on() bool       { return m != ISOff && m != "" }
 func (m ISMode) sequence() bool { return m == ISSeqTruncate || m == ISSeqMask }
@@ -122,29 +127,21 @@ func DefaultLossConfig() LossConfig {
 	}
 }
 
-// Validate names the first bad field.
+// Validate names the first bad field (a setting.KeyError).
 func (c LossConfig) Validate() error {
-	if err := enum.CheckKey("loss.policy", c.Policy, policyLosses); err != nil {
+	if err := setting.OneOf("loss.policy", c.Policy, policyLosses); err != nil {
 		return err
 	}
-	bad := func(key string, v float64, want string) error {
-		return enum.BadKey(key, "%v, want %s", v, want)
-	}
-	switch {
-	case !(c.ClipLow >= 0 && c.ClipLow <= 1):
-		return bad("loss.clip_low", c.ClipLow, "a value in [0, 1]")
-	case !(c.ClipHigh >= 0) || math.IsInf(c.ClipHigh, 1):
-		return bad("loss.clip_high", c.ClipHigh, "a finite value ≥ 0")
-	case !(c.DualClip == 0 || c.DualClip > 1) || math.IsInf(c.DualClip, 1):
-		return bad("loss.dual_clip", c.DualClip, "0 (off) or a finite value > 1")
-	case !(c.GSPOClipLow >= 0 && c.GSPOClipLow <= 1):
-		return bad("loss.gspo_clip_low", c.GSPOClipLow, "a value in [0, 1]")
-	case !(c.GSPOClipHigh >= 0) || math.IsInf(c.GSPOClipHigh, 1):
-		return bad("loss.gspo_clip_high", c.GSPOClipHigh, "a finite value ≥ 0")
-	case !(c.KLCoef >= 0) || math.IsInf(c.KLCoef, 1):
-		return bad("loss.kl_coef", c.KLCoef, "a finite value ≥ 0")
-	case math.IsNaN(c.EntropyCoef) || math.IsInf(c.EntropyCoef, 0):
-		return bad("loss.entropy_coef", c.EntropyCoef, "a finite value")
+	if err := setting.Check(
+		setting.In("loss.clip_low", c.ClipLow, 0, 1),
+		setting.AtLeast("loss.clip_high", c.ClipHigh, 0),
+		setting.AtLeast("loss.dual_clip", c.DualClip, 1).Above().OrZero("off"),
+		setting.In("loss.gspo_clip_low", c.GSPOClipLow, 0, 1),
+		setting.AtLeast("loss.gspo_clip_high", c.GSPOClipHigh, 0),
+		setting.AtLeast("loss.kl_coef", c.KLCoef, 0),
+		setting.Finite("loss.entropy_coef", c.EntropyCoef),
+	); err != nil {
+		return err
 	}
 	if c.KLCoef > 0 {
 		if err := c.KLKind.Validate("loss.kl_kind"); err != nil {
@@ -152,16 +149,15 @@ func (c LossConfig) Validate() error {
 		}
 	}
 	if c.IS != "" {
-		if err := enum.CheckKey("loss.is", c.IS, isModes); err != nil {
+		if err := setting.OneOf("loss.is", c.IS, isModes); err != nil {
 			return err
 		}
 	}
 	if c.IS.on() {
-		if !(c.ISMax > 0) || math.IsInf(c.ISMax, 1) {
-			return bad("loss.is_max", c.ISMax, "a finite value > 0")
-		}
-		if !(c.ISMin >= 0 && c.ISMin < c.ISMax) {
-			return bad("loss.is_min", c.ISMin, fmt.Sprintf("a value in [0, loss.is_max = %v)", c.ISMax))
+		err := setting.Check(setting.AtLeast("loss.is_max", c.ISMax, 0).Above(),
+			setting.In("loss.is_min", c.ISMin, 0, c.ISMax).Below().Because("below loss.is_max"))
+		if err != nil {
+			return err
 		}
 	}
 	return c.Agg.Validate()

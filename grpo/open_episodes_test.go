@@ -56,7 +56,7 @@ func TestMaxOpenEpisodes(t *testing.T) {
 			t.Errorf("training: at most %d episodes open at once, want 3", c.max)
 		}
 		c.max = 0
-		m, trajs, err := r.eval(context.Background(), sayTasks(6), EvalConfig{Samples: 2, Sampling: cfg.Rollout.Sampling})
+		m, trajs, err := r.eval(context.Background(), sayTasks(6), EvalConfig{Samples: 2, Temperature: cfg.Rollout.Sampling.Temperature, TopP: cfg.Rollout.Sampling.TopP})
 		if err != nil {
 			return err
 		}

@@ -168,9 +168,7 @@ func sayTasks(n int) []env.Task {
 // (condenser, turn and context limits, open-episode bound) and its Dist, as the CLI's evaluation
 // configuration carries them.
 func (r *run) eval(ctx context.Context, tasks []env.Task, c EvalConfig) (Metrics, []*rollout.Trajectory, error) {
-	ro := r.tr.cfg.Rollout
-	c.Condenser, c.MaxTurns, c.MaxContextTokens, c.ChatVars = ro.Condenser, ro.MaxTurns, ro.MaxContextTokens, ro.ChatVars
-	c.MaxOpenEpisodes, c.Dist = ro.MaxOpenEpisodes, r.tr.dist
+	c.Rollout, c.Dist = r.tr.cfg.Rollout, r.tr.dist
 	return Evaluate(ctx, r.tr.gen, r.tr.tok, r.tr.envs, tasks, c)
 }
 

@@ -1,9 +1,6 @@
 package rollout
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/mtgrpo/mtgrpo/internal/setting"
 
 // CondenserType names a context condenser.
 type CondenserType string
@@ -20,15 +17,11 @@ var condenserTypes = []CondenserType{CondenseFull, CondenseLastN, CondenseTokenB
 
 // ParseCondenser reads a condenser's name; an unknown one is an error listing the names.
 func ParseCondenser(s string) (CondenserType, error) {
-	names := make([]string, len(condenserTypes))
-	for i, c := range condenserTypes {
-		if string(c) == s {
-			return c, nil
-		}
-		names[i] = string(c)
-	}
-	return "", fmt.Errorf("unknown condenser %q (want %s)", s, strings.Join(names, ", "))
+	return setting.Parse("condenser", s, condenserTypes, nil)
 }
+
+// UnmarshalText reads a condenser's name as ParseCondenser does (YAML, flags).
+func (c *CondenserType) UnmarshalText(b []byte) error { return setting.Decode(c, b, ParseCondenser) }
 
 // CondenserConfig chooses and configures the condenser (the rollout.condenser: section of a
 // run's configuration).
@@ -62,4 +55,21 @@ func (c CondenserConfig) Condenser() (Condenser, error) {
 	}
 	_, err := ParseCondenser(string(c.Type))
 	return nil, err
+}
+
+// Validate names the first bad setting by its key (rollout.condenser.*, a setting.KeyError).
+func (c CondenserConfig) Validate() error {
+	if c.Type != "" {
+		if err := setting.OneOf("rollout.condenser.type", c.Type, condenserTypes); err != nil {
+			return err
+		}
+	}
+	least, why := 0, ""
+	if c.Type == CondenseTokenBudget {
+		least, why = 1, "the token_budget condenser's budget"
+	}
+	return setting.Check(setting.In("rollout.condenser.max_tokens", c.MaxTokens, least, setting.MaxTokens).Because(why),
+		setting.In("rollout.condenser.keep_last_n", c.KeepLastN, 0, setting.MaxCount),
+		setting.In("rollout.condenser.summary_every", c.SummaryEvery, 0, setting.MaxCount),
+		setting.In("rollout.condenser.summary_tokens", c.SummaryTokens, 0, setting.MaxTokens))
 }

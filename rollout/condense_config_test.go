@@ -3,6 +3,8 @@ package rollout
 import (
 	"reflect"
 	"testing"
+
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // Each configured type builds its condenser with the section's settings; "" is full.
@@ -26,5 +28,26 @@ func TestCondenserConfigBuilds(t *testing.T) {
 	if _, err := (CondenserConfig{Type: "sliding"}).Condenser(); err == nil ||
 		err.Error() != `unknown condenser "sliding" (want full, last_n, token_budget, summary)` {
 		t.Errorf("unknown type: %v", err)
+	}
+}
+
+// Validate names the section's bad key; token_budget needs its budget.
+func TestCondenserConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		c   CondenserConfig
+		key string
+	}{
+		{CondenserConfig{Type: "sliding"}, "rollout.condenser.type"},
+		{CondenserConfig{Type: CondenseTokenBudget}, "rollout.condenser.max_tokens"},
+		{CondenserConfig{Type: CondenseLastN, KeepLastN: -1}, "rollout.condenser.keep_last_n"},
+		{CondenserConfig{Type: CondenseSummary, SummaryTokens: 1 << 25}, "rollout.condenser.summary_tokens"},
+		{CondenserConfig{}, ""},
+		{CondenserConfig{Type: CondenseTokenBudget, MaxTokens: 1}, ""},
+	} {
+		err := tc.c.Validate()
+		ke, _ := setting.As(err)
+		if tc.key == "" && err != nil || tc.key != "" && (ke == nil || ke.Key != tc.key) {
+			t.Errorf("%+v: %v, want key %q", tc.c, err, tc.key)
+		}
 	}
 }

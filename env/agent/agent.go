@@ -29,6 +29,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // TaskInput says how a program receives its task.
@@ -91,38 +92,45 @@ type Config struct {
 // DefaultTime bounds an episode's program when Config.Time is 0.
 const DefaultTime = 10 * time.Minute
 
-// Validate names every bad key (env.agent.KEY), all at once.
+// ParseTaskInput reads a task input's name ("" is stdin).
+func ParseTaskInput(s string) (TaskInput, error) {
+	return setting.Parse("task input", s, []TaskInput{Stdin, File}, map[string]TaskInput{"": Stdin})
+}
+
+// UnmarshalText reads a task input's name as ParseTaskInput does (YAML, flags).
+func (t *TaskInput) UnmarshalText(b []byte) error { return setting.Decode(t, b, ParseTaskInput) }
+
+// ParseRewardSource reads a reward source's name ("" is program).
+func ParseRewardSource(s string) (RewardSource, error) {
+	return setting.Parse("reward source", s, []RewardSource{FromProgram, FromTask}, map[string]RewardSource{"": FromProgram})
+}
+
+// UnmarshalText reads a reward source's name as ParseRewardSource does (YAML, flags).
+func (r *RewardSource) UnmarshalText(b []byte) error { return setting.Decode(r, b, ParseRewardSource) }
+
+// Validate names every bad key (env.agent.KEY, setting.KeyError), all at once.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(key, format string, a ...any) {
-		errs = append(errs, &env.KeyError{Key: "agent." + key, Err: fmt.Errorf(format, a...)})
-	}
 	if len(c.Command) == 0 || c.Command[0] == "" {
-		bad("command", "no program: give the program and its arguments, e.g. [node, agent.mjs]")
+		errs = append(errs, setting.Errorf("env.agent.command", "no program: give the program and its arguments, e.g. [node, agent.mjs]"))
 	}
-	switch c.TaskInput {
-	case "", Stdin, File:
-	default:
-		bad("task_input", "%q: want stdin or file", c.TaskInput)
+	if c.TaskInput != "" {
+		errs = append(errs, setting.OneOf("env.agent.task_input", c.TaskInput, []TaskInput{Stdin, File}))
 	}
-	switch c.Reward {
-	case "", FromProgram, FromTask:
-	default:
-		bad("reward", "%q: want program or task", c.Reward)
+	if c.Reward != "" {
+		errs = append(errs, setting.OneOf("env.agent.reward", c.Reward, []RewardSource{FromProgram, FromTask}))
 	}
-	for k, v := range map[string]int64{"max_calls": int64(c.MaxCalls), "max_tokens": int64(c.MaxTokens), "memory_mb": c.MemoryMB,
-		"processes": int64(c.Processes), "output_bytes": int64(c.OutputBytes), "max_concurrent": int64(c.MaxConcurrent),
-		"cache_slots": int64(c.CacheSlots)} {
-		if v < 0 {
-			bad(k, "%d: must be >= 0", v)
-		}
-	}
-	if c.Time < 0 {
-		bad("time", "%v: must be >= 0", c.Time)
+	for _, r := range []setting.Checker{
+		setting.AtLeast("env.agent.max_calls", c.MaxCalls, 0), setting.AtLeast("env.agent.max_tokens", c.MaxTokens, 0),
+		setting.AtLeast("env.agent.memory_mb", c.MemoryMB, 0), setting.AtLeast("env.agent.processes", c.Processes, 0),
+		setting.AtLeast("env.agent.output_bytes", c.OutputBytes, 0), setting.AtLeast("env.agent.max_concurrent", c.MaxConcurrent, 0),
+		setting.AtLeast("env.agent.cache_slots", c.CacheSlots, 0), setting.AtLeast("env.agent.time", c.Time, 0),
+	} {
+		errs = append(errs, r.Check())
 	}
 	for k := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.HasPrefix(k, "OPENAI_") || k == TaskFileVar {
-			bad("env", "%q: not a variable the program may be given (OPENAI_* and %s are the episode's)", k, TaskFileVar)
+			errs = append(errs, setting.Errorf("env.agent.env", "%q: not a variable the program may be given (OPENAI_* and %s are the episode's)", k, TaskFileVar))
 		}
 	}
 	return errors.Join(errs...)

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // Estimator names an advantage estimator, spelled as in verl's algorithm.adv_estimator where verl
@@ -47,8 +47,11 @@ var estimators = []Estimator{EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline
 
 // ParseEstimator reads an estimator name; unknown names are an error naming the value.
 func ParseEstimator(s string) (Estimator, error) {
-	return enum.Parse("advantage estimator", s, estimators, map[string]Estimator{"dr_grpo": EstDrGRPO})
+	return setting.Parse("advantage estimator", s, estimators, map[string]Estimator{"dr_grpo": EstDrGRPO})
 }
+
+// UnmarshalText reads an estimator's name as ParseEstimator does (YAML, flags).
+func (e *Estimator) UnmarshalText(b []byte) error { return setting.Decode(e, b, ParseEstimator) }
 
 // Outcome reports whether e is computed from trajectory scores alone (by OutcomeAdvantage).
 func (e Estimator) Outcome() bool {
@@ -79,16 +82,18 @@ func DefaultAdvConfig() AdvConfig {
 	return AdvConfig{Estimator: EstGRPO, Eps: 1e-6, NormStd: true, TurnCoef: 1, GAE: DefaultGAEConfig()}
 }
 
-// Validate names the first bad field.
+// Validate names the first bad field (a setting.KeyError). Bi-level GAE needs the gae
+// estimator: it is GAE over a critic's values.
 func (c AdvConfig) Validate() error {
-	if err := enum.CheckKey("advantage.estimator", c.Estimator, estimators); err != nil {
+	if err := setting.OneOf("advantage.estimator", c.Estimator, estimators); err != nil {
 		return err
 	}
-	if !(c.Eps >= 0) || math.IsInf(c.Eps, 1) {
-		return enum.BadKey("advantage.eps", "%v, want a finite value ≥ 0", c.Eps)
+	if err := setting.Check(setting.AtLeast("advantage.eps", c.Eps, 0), setting.Finite("advantage.turn_coef", c.TurnCoef)); err != nil {
+		return err
 	}
-	if math.IsNaN(c.TurnCoef) || math.IsInf(c.TurnCoef, 0) {
-		return enum.BadKey("advantage.turn_coef", "%v, want a finite value", c.TurnCoef)
+	if c.GAE.BiLevel && c.Estimator != EstGAE {
+		return setting.Errorf("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
+			"(algorithm.adv_estimator=gae), not %s", c.Estimator)
 	}
 	if c.Estimator == EstGAE {
 		return c.GAE.Validate()

@@ -12,9 +12,8 @@ package algo
 
 import (
 	"fmt"
-	"math"
 
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // AggMode names a loss aggregation, spelled as verl's loss_agg_mode.
@@ -36,8 +35,11 @@ var aggModes = []AggMode{AggTokenMean, AggSeqMeanTokenSum, AggSeqMeanTokenMean, 
 
 // ParseAggMode reads a loss_agg_mode; unknown modes are an error naming the value.
 func ParseAggMode(s string) (AggMode, error) {
-	return enum.Parse("loss aggregation mode", s, aggModes, nil)
+	return setting.Parse("loss aggregation mode", s, aggModes, nil)
 }
+
+// UnmarshalText reads a mode's name as ParseAggMode does (YAML, flags).
+func (m *AggMode) UnmarshalText(b []byte) error { return setting.Decode(m, b, ParseAggMode) }
 
 // TurnWeighting says what a "sequence" of the seq-mean modes is when a trajectory's turns are
 // trained as samples of their own.
@@ -58,7 +60,12 @@ var turnWeightings = []TurnWeighting{TurnsAsSequences, TrajectoryAsSequence}
 
 // ParseTurnWeighting reads a turn weighting; unknown values are an error naming the value.
 func ParseTurnWeighting(s string) (TurnWeighting, error) {
-	return enum.Parse("turn weighting", s, turnWeightings, nil)
+	return setting.Parse("turn weighting", s, turnWeightings, nil)
+}
+
+// UnmarshalText reads a weighting's name as ParseTurnWeighting does (YAML, flags).
+func (w *TurnWeighting) UnmarshalText(b []byte) error {
+	return setting.Decode(w, b, ParseTurnWeighting)
 }
 
 // AggConfig configures loss aggregation. token-mean ignores Turns: every token weighs the same
@@ -78,14 +85,14 @@ func DefaultAggConfig() AggConfig { return AggConfig{Mode: AggTokenMean, Turns: 
 
 // Validate names the first bad field.
 func (c AggConfig) Validate() error {
-	if err := enum.CheckKey("loss.agg", c.Mode, aggModes); err != nil {
+	if err := setting.OneOf("loss.agg", c.Mode, aggModes); err != nil {
 		return err
 	}
-	if err := enum.CheckKey("loss.agg_turns", c.Turns, turnWeightings); err != nil {
+	if err := setting.OneOf("loss.agg_turns", c.Turns, turnWeightings); err != nil {
 		return err
 	}
-	if c.Mode == AggSeqMeanTokenSumNorm && !(c.Norm > 0 && !math.IsInf(c.Norm, 1)) {
-		return enum.BadKey("loss.agg_norm", "%v, want a finite value > 0 for %s", c.Norm, c.Mode)
+	if c.Mode == AggSeqMeanTokenSumNorm {
+		return setting.AtLeast("loss.agg_norm", c.Norm, 0).Above().Because("the constant of " + string(c.Mode)).Check()
 	}
 	return nil
 }

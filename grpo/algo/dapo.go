@@ -9,7 +9,7 @@ package algo
 import (
 	"math"
 
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // Overlong is DAPO's soft overlong punishment (verl's reward_model.overlong_buffer).
@@ -22,13 +22,8 @@ type Overlong struct {
 
 // Validate names the first bad field against the maximum output length.
 func (o Overlong) Validate(maxLen int) error {
-	if o.Buffer <= 0 || o.Buffer > maxLen {
-		return enum.BadKey("dapo.overlong_len", "%d, want 1..%d (the maximum length)", o.Buffer, maxLen)
-	}
-	if !(o.Factor >= 0) || math.IsInf(o.Factor, 1) {
-		return enum.BadKey("dapo.overlong_factor", "%v, want a finite value ≥ 0", o.Factor)
-	}
-	return nil
+	return setting.Check(setting.In("dapo.overlong_len", o.Buffer, 1, maxLen).Because("the maximum output length"),
+		setting.AtLeast("dapo.overlong_factor", o.Factor, 0))
 }
 
 // Penalty is the reward added to an output of n tokens when at most maxLen were allowed:

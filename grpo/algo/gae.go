@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // GAEConfig configures gae.
@@ -33,15 +33,8 @@ func DefaultGAEConfig() GAEConfig { return GAEConfig{Gamma: 1, Lambda: 1, TurnGa
 
 // Validate names the first bad field.
 func (c GAEConfig) Validate() error {
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{{"advantage.gamma", c.Gamma}, {"advantage.lambda", c.Lambda}, {"advantage.turn_gamma", c.TurnGamma}} {
-		if !(f.v >= 0 && f.v <= 1) {
-			return enum.BadKey(f.key, "%v, want a value in [0, 1]", f.v)
-		}
-	}
-	return nil
+	return setting.Check(setting.In("advantage.gamma", c.Gamma, 0, 1), setting.In("advantage.lambda", c.Lambda, 0, 1),
+		setting.In("advantage.turn_gamma", c.TurnGamma, 0, 1))
 }
 
 // GAETurn is one turn of a trajectory as GAE sees it.

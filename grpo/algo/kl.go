@@ -7,8 +7,9 @@ package algo
 import (
 	"fmt"
 	"math"
+	"slices"
 
-	"github.com/mtgrpo/mtgrpo/grpo/internal/enum"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // KLKind names a KL estimator, spelled as verl's kl_loss_type / kl_penalty.
@@ -31,11 +32,19 @@ var klKinds = []KLKind{KLK1, KLK2, KLK3, KLAbs}
 
 // ParseKLKind reads a KL estimator name; unknown names are an error naming the value.
 func ParseKLKind(s string) (KLKind, error) {
-	return enum.Parse("KL estimator", s, klKinds, map[string]KLKind{"kl": KLK1, "mse": KLK2, "low_var_kl": KLK3})
+	return setting.Parse("KL estimator", s, klKinds, map[string]KLKind{"kl": KLK1, "mse": KLK2, "low_var_kl": KLK3})
 }
 
-// Validate is nil for a known estimator, else a KeyError for the setting key.
-func (k KLKind) Validate(key string) error { return enum.CheckKey(key, k, klKinds) }
+// UnmarshalText reads an estimator's name as ParseKLKind does (YAML, flags).
+func (k *KLKind) UnmarshalText(b []byte) error { return setting.Decode(k, b, ParseKLKind) }
+
+// Validate is nil for a known estimator, else a setting.KeyError for the setting key.
+func (k KLKind) Validate(key string) error { return setting.OneOf(key, k, klKinds) }
+
+// errKLKind is an unknown estimator met while computing.
+func errKLKind(kind KLKind) error {
+	return fmt.Errorf("grpo: unknown KL estimator %q (want %s)", kind, setting.List(klKinds))
+}
 
 // KLPenalty is the estimator for one token with log-prob lp under the policy and ref under the
 // reference (nats); an unknown kind is an error naming it. Reference: verl kl_penalty_forward
@@ -53,7 +62,7 @@ func KLPenalty(kind KLKind, lp, ref float64) (float64, error) {
 	case KLAbs:
 		return math.Abs(d), nil
 	}
-	return 0, enum.Check("KL estimator", kind, klKinds)
+	return 0, errKLKind(kind)
 }
 
 // KLRewards puts the KL in the reward: per-token rewards −beta·KL(lp, ref) for one sample's
@@ -61,8 +70,8 @@ func KLPenalty(kind KLKind, lp, ref float64) (float64, error) {
 // the log-probs of the policy that sampled the tokens (verl uses old_log_prob). Feed the result to
 // GAETurn.TokenRewards, or add it to a score.
 func KLRewards(kind KLKind, lp, ref []float64, beta float64) (rewards []float64, meanKL float64, err error) {
-	if err := enum.Check("KL estimator", kind, klKinds); err != nil {
-		return nil, 0, err
+	if !slices.Contains(klKinds, kind) {
+		return nil, 0, errKLKind(kind)
 	}
 	if len(lp) != len(ref) {
 		return nil, 0, fmt.Errorf("grpo: KLRewards: %d log-probs but %d reference log-probs", len(lp), len(ref))

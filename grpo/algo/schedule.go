@@ -1,8 +1,9 @@
 package algo
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // Schedule is the learning-rate schedule after warmup.
@@ -18,12 +19,11 @@ const (
 
 // ParseSchedule reads a schedule name.
 func ParseSchedule(s string) (Schedule, error) {
-	switch Schedule(s) {
-	case Constant, Cosine:
-		return Schedule(s), nil
-	}
-	return "", fmt.Errorf("unknown lr schedule %q (want constant or cosine)", s)
+	return setting.Parse("lr schedule", s, []Schedule{Constant, Cosine}, nil)
 }
+
+// UnmarshalText reads a schedule's name as ParseSchedule does (YAML, flags).
+func (s *Schedule) UnmarshalText(b []byte) error { return setting.Decode(s, b, ParseSchedule) }
 
 // LR is the learning rate of optimizer step `step` (0-based) out of `total` steps: a linear warmup
 // from peak/warmup to peak over the first `warmup` steps (as torch's LinearLR/Hugging Face's

@@ -46,7 +46,7 @@ type Config struct {
 	Update    grpo.UpdateConfig  `yaml:"update"`
 	DAPO      grpo.DAPOConfig    `yaml:"dapo"`
 	Critic    grpo.CriticConfig  `yaml:"critic"`
-	SFT       SFTConfig          `yaml:"sft"`
+	SFT       grpo.SFTConfig     `yaml:"sft"`
 	Train     TrainConfig        `yaml:"train"`
 	Eval      EvalConfig         `yaml:"eval"`
 	Profiling grpo.ProfileConfig `yaml:"profiling"`
@@ -170,27 +170,6 @@ type RolloutConfig struct {
 	Slots int `yaml:"slots"`
 }
 
-// SFTConfig is the supervised warm-up before RL, on the environment's demonstrations.
-type SFTConfig struct {
-	// Steps of SFT (0: none). Each is one optimizer step on Batch demonstrations.
-	Steps int     `yaml:"steps"`
-	LR    float64 `yaml:"lr"`
-	// Warmup is the number of steps over which the learning rate rises linearly to LR.
-	Warmup int `yaml:"warmup"`
-	// Schedule after warmup: constant, or cosine down to MinLRRatio·LR at the last SFT step (a
-	// warm-up that ends at a small rate ends in a settled model, not wherever the last steps at
-	// full rate left it).
-	Schedule   algo.Schedule `yaml:"schedule"`
-	MinLRRatio float64       `yaml:"min_lr_ratio"`
-	Batch      int           `yaml:"batch"`
-	// Tasks is how many training tasks are demonstrated (cycled through by the steps).
-	Tasks int `yaml:"tasks"`
-	// PerfectFirst is the share (0 to 1) of the SFT steps, the first ones, that train on the
-	// perfect demonstrations only; the rest train on the environment's mix, imperfect ones
-	// included (env.direct_demos). 0: every step trains on the mix.
-	PerfectFirst float64 `yaml:"perfect_first"`
-}
-
 // TrainConfig is the training loop's length and cadence.
 type TrainConfig struct {
 	// Steps of RL (0: Epochs passes over the training tasks).
@@ -211,14 +190,9 @@ type TrainConfig struct {
 	Report bool `yaml:"report"`
 }
 
-// EvalConfig is how the validation set is played (grpo.EvalConfig).
+// EvalConfig is how the validation set is played (grpo.EvalConfig, its keys inlined) and when.
 type EvalConfig struct {
-	// Samples per task: 1 for accuracy, n > 1 adds pass@n.
-	Samples int `yaml:"samples"`
-	// Greedy decoding; otherwise Temperature and TopP sample.
-	Greedy      bool    `yaml:"greedy"`
-	Temperature float64 `yaml:"temperature"`
-	TopP        float64 `yaml:"top_p"`
+	grpo.EvalConfig `yaml:",inline"`
 	// Before evaluates the starting model (and after SFT) so the summary can compare.
 	Before bool `yaml:"before"`
 }
@@ -241,8 +215,8 @@ func Defaults() *Config {
 		Update:    g.Update,
 		DAPO:      g.DAPO,
 		Critic:    g.Critic,
-		SFT:       SFTConfig{LR: 1e-4, Schedule: algo.Constant, Batch: 16, Tasks: 256},
+		SFT:       grpo.DefaultSFTConfig(),
 		Train:     TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
-		Eval:      EvalConfig{Samples: 1, Greedy: true, Temperature: 1, TopP: 1, Before: true},
+		Eval:      EvalConfig{EvalConfig: grpo.DefaultEvalConfig(), Before: true},
 	}
 }

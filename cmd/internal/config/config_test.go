@@ -160,9 +160,9 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{map[string]string{"GPUS": "0,1", "N_GPUS": "3"}, nil, []string{"$GPUS", "lists 2 GPUs but N_GPUS is 3"}},
 		{map[string]string{"GPUS": "x"}, nil, []string{"$GPUS", "want a GPU index"}},
 		{nil, []Override{{Key: "rollout.nope", Value: "1", Where: "--set"}}, []string{"--set", "unknown key rollout.nope"}},
-		{nil, []Override{{Key: "optim.lr", Value: "-1", Where: "--lr"}}, []string{"--lr: optim.lr: -1, want a number in [0, 1]"}},
-		{nil, []Override{{Key: "optim.lr", Value: "1e308", Where: "--lr"}}, []string{"--lr: optim.lr: 1e+308, want a number in [0, 1]"}},
-		{nil, []Override{{Key: "critic.lr", Value: "20", Where: "--set"}}, []string{"--set: critic.lr: 20, want a number in [0, 1]"}},
+		{nil, []Override{{Key: "optim.lr", Value: "-1", Where: "--lr"}}, []string{"--lr: optim.lr: -1: must be in [0, 1]"}},
+		{nil, []Override{{Key: "optim.lr", Value: "1e308", Where: "--lr"}}, []string{"--lr: optim.lr: 1e+308: must be in [0, 1]"}},
+		{nil, []Override{{Key: "critic.lr", Value: "20", Where: "--set"}}, []string{"--set: critic.lr: 20: must be in [0, 1]"}},
 		{nil, []Override{{Key: "algorithm.nothing", Value: "1", Where: "--set"}}, []string{"--set", "unknown key algorithm.nothing"}},
 	} {
 		_, err := Resolve(Sources{LookupEnv: envOf(tc.env), Overrides: append(append([]Override{}, withModel...), tc.over...)})

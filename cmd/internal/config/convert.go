@@ -9,7 +9,6 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/external"
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
-	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
@@ -33,16 +32,8 @@ func (i *InitConfig) Spec() modelinit.Spec {
 }
 
 // MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus
-// one output.
-func (c *Config) MaxLen() int {
-	if c.Rollout.MaxLen > 0 {
-		return c.Rollout.MaxLen
-	}
-	if c.Rollout.MaxContextTokens > 0 {
-		return c.Rollout.MaxContextTokens + c.Rollout.Sampling.MaxNewTokens
-	}
-	return 4096
-}
+// one output (grpo.RolloutConfig.KVLen).
+func (c *Config) MaxLen() int { return c.Rollout.KVLen() }
 
 // Slots is how many sequences the engine decodes at once: rollout.slots, else one per
 // trajectory of a step.
@@ -83,18 +74,10 @@ func (c *Config) Trainer() (grpo.Config, error) {
 	return g, nil
 }
 
-// SFTTrainer is the trainer's configuration for the SFT warm-up: the run's, with the sft
-// section's learning rate, warmup and schedule (over sft.steps).
+// SFTTrainer is the trainer's configuration for the SFT warm-up (grpo.Config.ForSFT).
 func (c *Config) SFTTrainer() (grpo.Config, error) {
 	g, err := c.Trainer()
-	if err != nil {
-		return g, err
-	}
-	s := c.SFT
-	g.Optim.LR, g.Optim.Warmup, g.Optim.Schedule, g.Optim.MinLRRatio, g.Optim.TotalSteps = s.LR, s.Warmup, s.Schedule, s.MinLRRatio, s.Steps
-	g.Loss.KLCoef, g.Reward.KLCoef = 0, 0 // SFT needs no reference model and no critic
-	g.Advantage.Estimator = algo.EstGRPO
-	return g, nil
+	return g.ForSFT(c.SFT), err
 }
 
 // EnvConfig is the environment's configuration. log receives the python sandbox's set-up line.
@@ -152,17 +135,13 @@ func (c *Config) External() external.Config {
 	return external.Config{MCP: c.MCP, OpenEnv: c.OpenEnv, Reward: c.RewardComputation}
 }
 
-// EvalRun is how the validation set is played.
+// EvalRun is how the validation set is played: the eval section with the trainer's rollout
+// settings.
 func (c *Config) EvalRun() (grpo.EvalConfig, error) {
-	cond, err := c.Condenser()
-	if err != nil {
-		return grpo.EvalConfig{}, err
-	}
-	e := c.Eval
-	s := rollout.Sampling{Greedy: e.Greedy, Temperature: e.Temperature, TopP: e.TopP, MaxNewTokens: c.Rollout.Sampling.MaxNewTokens}
-	return grpo.EvalConfig{Samples: e.Samples, Sampling: s, MaxTurns: c.Rollout.MaxTurns,
-		MaxContextTokens: c.Rollout.MaxContextTokens, Condenser: cond, ChatVars: c.Rollout.ChatVars,
-		Seed: c.Seed ^ 0x6576616c}, nil
+	g, err := c.Trainer()
+	e := c.Eval.EvalConfig
+	e.Rollout, e.Seed = g.Rollout, c.Seed^0x6576616c
+	return e, err
 }
 
 // RLSteps is the number of RL steps: train.steps, else train.epochs passes over trainTasks tasks.

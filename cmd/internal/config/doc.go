@@ -19,21 +19,25 @@
 // was last set (Origin), refusing settings that cannot have their effect and warning of harmless
 // ones that have none (Warnings).
 //
-// The trainer's sections are the trainer's own types, declared once with their YAML keys,
-// defaults and checks: advantage (algo.AdvConfig), reward, loss, optim, update, dapo, critic and
-// profiling (grpo's), rollout beside condenser and slots (grpo.RolloutConfig with
-// rollout.Sampling inlined), rollout.condenser (rollout.CondenserConfig) and env beside name and
-// python (env.Config, inlined). The trainer's defaults are grpo.Defaults, their ranges are
-// checked by grpo.Config.Validate, whose KeyError this package places at the key's origin; this
-// package bounds their sizes only. The rest is the program's: model, run_dir, data, train, eval,
-// sft, dist, init, rollout.slots, env.name and env.python (sandbox limits in megabytes). Trainer
-// fills in what a section holds as a value only: the condenser built from its section, the KV
-// length's default, and greedy decoding for rollout.temperature 0.
+// The sections are their packages' own types, declared once with their YAML keys, defaults and
+// checks: advantage (algo.AdvConfig), reward, loss, optim, update, dapo, critic, profiling, sft
+// (grpo.SFTConfig) and eval (grpo.EvalConfig, beside eval.before) are grpo's, rollout is
+// grpo.RolloutConfig with rollout.Sampling inlined, beside the condenser's section
+// (rollout.CondenserConfig) and slots, and env is env.Config inlined beside name and python
+// (sandbox limits in megabytes). Named values (estimators, schedules, condensers) decode
+// themselves (encoding.TextUnmarshaler). Each key's range is declared once, in its owner's
+// Validate (grpo.Config.Validate, ValidateSFT, EvalConfig.Validate, rollout's and env's), whose
+// setting.KeyError this package places at the key's origin; the trainer's rules (bi-level GAE
+// needs a critic, the warm-up's schedule over its steps) live there too. The rest is the
+// program's: model, run_dir, data, train, dist, init, rollout.slots, eval.before, env.name and
+// env.python. Trainer fills in what a section holds as a value only: the condenser built from
+// its section and greedy decoding for rollout.temperature 0.
 //
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
 // foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),
-// values.go (value translations), verl.go, trl.go, seed.go (the families), effects.go (combined
-// keys, implied settings, no-op checks, dataset rows), env.go (environment variables), resolve.go
-// (the order, Set, saved configs, printing), validate.go, convert.go (the trainer's, environment's,
-// rollout's and sandbox's settings from the sections).
+// values.go (value translations), verl.go, trl.go, seed.go (the families), effects.go
+// (combined keys, implied settings, warnings of settings without effect, dataset rows), env.go
+// (environment variables), resolve.go (the order, Set, saved configs, printing), validate.go,
+// numbers.go (finite values as read), convert.go (the trainer's, environment's, rollout's and
+// sandbox's settings from the sections).
 package config

@@ -58,16 +58,12 @@ func (c *Config) explicit(key string) bool {
 	return ok
 }
 
-// validateEffects refuses settings that cannot have their effect under the resolved settings and
-// warns of harmless ones that have none, naming what would give them effect.
-func (c *Config) validateEffects() error {
-	var errs []error
+// warnEffects warns of settings that have no effect under the resolved settings, naming what
+// would give them effect. (Settings that cannot have their effect are refused by their
+// sections' Validate: bi-level GAE without a critic by grpo/algo.)
+func (c *Config) warnEffects() {
 	a := c.Advantage
 	gae := a.Estimator == algo.EstGAE
-	if a.GAE.BiLevel && !gae {
-		errs = append(errs, c.bad("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
-			"(algorithm.adv_estimator=gae), not %s (%s)", a.Estimator, c.Origin("advantage.estimator")))
-	}
 	noEffect := func(key, why string) {
 		c.warn(fmt.Sprintf("%s: %s has no effect: %s", c.Origin(key), key, why))
 	}
@@ -137,7 +133,6 @@ func (c *Config) validateEffects() error {
 	if e.Budget != 0 && c.explicit("env.reward_budget") && e.Context != "scaled" {
 		noEffect("env.reward_budget", "it is the budget of env.reward_rule scaled")
 	}
-	return joinErrors(errs)
 }
 
 // envDomains are the built-in environments' own rubrics by domain name: an env.domain that names

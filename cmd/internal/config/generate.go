@@ -26,7 +26,7 @@ func GeneratorEnv(task string, sets []Override) (env.Config, error) {
 	if err := joinErrors(errs); err != nil {
 		return env.Config{}, err
 	}
-	if err := c.validateEnvConfig(); err != nil {
+	if err := c.place(c.Env.Config.Validate()); err != nil {
 		return env.Config{}, err
 	}
 	return c.Env.Config, nil

@@ -33,10 +33,10 @@ func TestNumbersFiniteAndBounded(t *testing.T) {
 		{set("env.direct_demos", "1.5"), "--set: env.direct_demos: 1.5: must be in [0, 1]"},
 		{set("sft.steps", "10", "sft.perfect_first", "1.5"), "--set: sft.perfect_first: 1.5: must be in [0, 1]"},
 		// The trainer's own checks name the key and its place too.
-		{set("loss.clip_high", "-1"), "--set: loss.clip_high: -1, want a finite value ≥ 0"},
-		{set("advantage.estimator", "gae", "advantage.gamma", "1.5"), "--set: advantage.gamma: 1.5, want a value in [0, 1]"},
-		{set("optim.eps", "0"), "--set: optim.eps: 0, want a finite number > 0"},
-		{set("loss.is", "sequence_mask", "loss.is_max", "0"), "--set: loss.is_max: 0, want a finite value > 0"},
+		{set("loss.clip_high", "-1"), "--set: loss.clip_high: -1: must be a finite number >= 0"},
+		{set("advantage.estimator", "gae", "advantage.gamma", "1.5"), "--set: advantage.gamma: 1.5: must be in [0, 1]"},
+		{set("optim.eps", "0"), "--set: optim.eps: 0: must be a finite number > 0"},
+		{set("loss.is", "sequence_mask", "loss.is_max", "0"), "--set: loss.is_max: 0: must be a finite number > 0"},
 		// The warm-up's demonstrators write no summaries.
 		{set("sft.steps", "10", "rollout.condenser.type", "summary"), "--set: rollout.condenser.type: summary: the warm-up's " +
 			"demonstrators write no summaries; use last_n, token_budget or the full history with sft.steps > 0"},

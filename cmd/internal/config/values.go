@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // The value translations of the foreign tables. Each returns the native value as YAML text, or
@@ -86,7 +88,7 @@ func rename(what string, m map[string]string) func(*yaml.Node) (string, error) {
 // wholeNumber reads a count written as a float (TRL's num_train_epochs: 3.0).
 func wholeNumber(n *yaml.Node) (string, error) {
 	var f float64
-	if err := n.Decode(&f); err != nil || f != math.Trunc(f) || f < 0 || f > maxCount {
+	if err := n.Decode(&f); err != nil || f != math.Trunc(f) || f < 0 || f > setting.MaxCount {
 		return "", fmt.Errorf("want a whole number of epochs, got %s (fractions of an epoch: set train.steps)", shown(n))
 	}
 	return strconv.Itoa(int(f)), nil
@@ -100,8 +102,8 @@ func negate(n *yaml.Node) (string, error) {
 // positive checks an integer >= 1, for Derived keys.
 func positive(n *yaml.Node) (string, error) {
 	var v int
-	if err := n.Decode(&v); err != nil || v < 1 || v > maxTrajectories {
-		return "", fmt.Errorf("want an integer from 1 to %d, got %s", maxTrajectories, shown(n))
+	if err := n.Decode(&v); err != nil || v < 1 || v > setting.MaxTrajectories {
+		return "", fmt.Errorf("want an integer from 1 to %d, got %s", setting.MaxTrajectories, shown(n))
 	}
 	return n.Value, nil
 }

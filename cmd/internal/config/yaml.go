@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -183,47 +184,21 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, key string) error {
 	return nil
 }
 
-// leaf decodes a scalar, list or map value and checks enumerated values.
+// leaf decodes a scalar, list or map value. A named value (an estimator, a schedule, ...)
+// decodes itself (encoding.TextUnmarshaler): its error says what it takes.
 func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 	tmp := reflect.New(v.Type())
 	if err := n.Decode(tmp.Interface()); err != nil {
+		if _, named := tmp.Interface().(encoding.TextUnmarshaler); named && n.Kind == yaml.ScalarNode {
+			return d.fail(n, key, "%v", err)
+		}
 		return d.fail(n, key, "want %s, got %s", typeName(v.Type()), shown(n))
 	}
 	if err := finite(tmp.Elem()); err != nil {
 		return d.fail(n, key, "%v", err)
 	}
-	if check, ok := enums[v.Type()]; ok {
-		canon, err := check(tmp.Elem().String())
-		if err != nil {
-			return d.fail(n, key, "%v", err)
-		}
-		tmp.Elem().SetString(canon)
-	}
 	v.Set(tmp.Elem())
 	return nil
-}
-
-// enums check (and canonicalise) the values of enumerated fields as they are read, so that a bad
-// value is reported with its file and line.
-var enums = map[reflect.Type]func(string) (string, error){
-	reflect.TypeOf(algo.Estimator("")):        parseAs(algo.ParseEstimator),
-	reflect.TypeOf(algo.AggMode("")):          parseAs(algo.ParseAggMode),
-	reflect.TypeOf(algo.TurnWeighting("")):    parseAs(algo.ParseTurnWeighting),
-	reflect.TypeOf(algo.KLKind("")):           parseAs(algo.ParseKLKind),
-	reflect.TypeOf(grpo.PolicyLoss("")):       parseAs(grpo.ParsePolicyLoss),
-	reflect.TypeOf(grpo.ISMode("")):           parseAs(grpo.ParseISMode),
-	reflect.TypeOf(algo.Schedule("")):         parseAs(algo.ParseSchedule),
-	reflect.TypeOf(rollout.CondenserType("")): parseAs(rollout.ParseCondenser),
-}
-
-func parseAs[T ~string](parse func(string) (T, error)) func(string) (string, error) {
-	return func(s string) (string, error) {
-		v, err := parse(s)
-		if err != nil {
-			return "", errors.New(strings.TrimPrefix(err.Error(), "grpo: "))
-		}
-		return string(v), nil
-	}
 }
 
 // fieldAt walks a dotted path of YAML keys from the Config struct value root, allocating nil

@@ -1,0 +1,73 @@
+package grpo
+
+import (
+	"testing"
+
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
+	"github.com/mtgrpo/mtgrpo/rollout"
+)
+
+// The eval: and sft: sections check their keys' ranges; the warm-up's only when there is one.
+func TestEvalAndSFTSections(t *testing.T) {
+	c := Defaults()
+	keyOf := func(err error) string {
+		if ke, ok := setting.As(err); ok {
+			return ke.Key
+		}
+		return ""
+	}
+	if err := DefaultEvalConfig().Validate(); err != nil {
+		t.Errorf("default eval: %v", err)
+	}
+	for _, tc := range []struct {
+		e   EvalConfig
+		key string
+	}{{EvalConfig{Samples: 0, TopP: 1}, "eval.samples"}, {EvalConfig{Samples: 1, Temperature: -1, TopP: 1}, "eval.temperature"},
+		{EvalConfig{Samples: 1}, "eval.top_p"}} {
+		if got := keyOf(tc.e.Validate()); got != tc.key {
+			t.Errorf("%+v: key %q, want %q", tc.e, got, tc.key)
+		}
+	}
+	s := DefaultSFTConfig()
+	s.Batch = 0 // no warm-up: its sizes do not matter
+	if err := c.ValidateSFT(s); err != nil {
+		t.Errorf("no warm-up: %v", err)
+	}
+	s.Steps = 10
+	if got := keyOf(c.ValidateSFT(s)); got != "sft.batch" {
+		t.Errorf("batch 0: %q", got)
+	}
+	s = DefaultSFTConfig()
+	s.Steps, s.LR = 10, 0
+	if got := keyOf(c.ValidateSFT(s)); got != "sft.lr" {
+		t.Errorf("lr 0: %q", got)
+	}
+	s.LR = 1e-4
+	c.Rollout.Condenser = rollout.Summary{}
+	if got := keyOf(c.ValidateSFT(s)); got != "rollout.condenser.type" {
+		t.Errorf("summary condenser: %q", got)
+	}
+}
+
+// The warm-up's trainer takes the sft section's optimizer over its own steps, and neither a KL
+// term nor a critic, even from a PPO run's configuration.
+func TestForSFT(t *testing.T) {
+	c := Defaults()
+	c.Advantage.Estimator, c.Advantage.GAE.BiLevel = algo.EstGAE, true
+	c.Loss.KLCoef, c.Reward.KLCoef = 0.1, 0.1
+	s := SFTConfig{Steps: 200, LR: 2e-3, Warmup: 10, Schedule: algo.Cosine, MinLRRatio: 0.1, Batch: 4, Tasks: 8}
+	g := c.ForSFT(s)
+	if o := g.Optim; o.LR != 2e-3 || o.Warmup != 10 || o.Schedule != algo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
+		t.Errorf("optimizer %+v", o)
+	}
+	if g.NeedsReference() || g.NeedsCritic() {
+		t.Errorf("the warm-up needs a reference %v or a critic %v", g.NeedsReference(), g.NeedsCritic())
+	}
+	if err := g.Validate(); err != nil {
+		t.Errorf("the warm-up's configuration: %v", err)
+	}
+	if c.Optim.LR != Defaults().Optim.LR || !c.NeedsCritic() {
+		t.Errorf("ForSFT changed the run's configuration")
+	}
+}
