@@ -8,8 +8,8 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/data"
 )
 
-// The "data" environment runs users' own rows: a ChatEnv with the tools named in Config.Tools
-// and a rubric chosen by Config.Domain or, when that is empty, per row:
+// The "data" environment runs users' own rows: a ChatEnv with the tools named in Config.Data.Tools
+// and a rubric chosen by Config.Data.Domain or, when that is empty, per row:
 //
 //	data_source "countdown"                          → CountdownRubric
 //	ability "math" or data_source mentioning gsm8k/math → MathRubric ("####" answers)
@@ -22,7 +22,7 @@ import (
 
 func openData(cfg Config, sh *shared) (*Environment, error) {
 	var tools []Tool
-	for _, name := range cfg.Tools {
+	for _, name := range cfg.Data.Tools {
 		switch strings.TrimSpace(name) {
 		case "python":
 			py, err := sh.pythonTool()
@@ -50,13 +50,13 @@ func openData(cfg Config, sh *shared) (*Environment, error) {
 	if py, err := sh.pythonTool(); err == nil {
 		checker = SandboxChecker{SB: py.SB}
 	}
-	pick, err := domainRubric(cfg.Domain, checker)
+	pick, err := domainRubric(cfg.Data.Domain, checker)
 	if err != nil {
 		return nil, err
 	}
 	turns, system := 1, ""
 	if ts.Len() > 0 {
-		turns, system = 4, toolSystemPrompt(strings.Join(cfg.Tools, " and "), "give your final answer.")
+		turns, system = 4, toolSystemPrompt(strings.Join(cfg.Data.Tools, " and "), "give your final answer.")
 	}
 	env, err := chatEnvironment(cfg, "", ChatEnv{System: system, Tools: ts, MaxTurns: turns, RubricFor: pick})
 	if err != nil {

@@ -60,8 +60,8 @@ var demoCases = []struct {
 	{"countdown", Config{}, []contextView{fullView}},
 	{"gsm8k_python", Config{Python: quickPython}, []contextView{fullView}}, // two turns: every view is the full one
 	{"wiki_qa", Config{}, condensed},
-	{"wiki_qa", Config{Countries: 1000}, condensed},
-	{"calc_mult", Config{Factors: 3, Digits: 2}, condensed},
+	{"wiki_qa", Config{Facts: FactsCorpus{Countries: 1000}}, condensed},
+	{"calc_mult", Config{Mult: MultTask{Factors: 3, Digits: 2}}, condensed},
 	{"frozenlake", Config{}, condensed},
 	{"guess_number", Config{}, condensed},
 }
@@ -122,7 +122,7 @@ func TestDemonstratorsWinEveryTask(t *testing.T) {
 // most likely to reach the goal; within the game's 5 turns it wins 0.40 of these 300 lakes
 // (0.45 of 600 others). The rate is the game's, not the demonstrator's: SFT keeps the won episodes only.
 func TestDemonstratorSlipperyLake(t *testing.T) {
-	e := openDemo(t, "frozenlake", Config{Slippery: true})
+	e := openDemo(t, "frozenlake", Config{Lake: LakeTasks{Slippery: true}})
 	rows, _ := e.Generate(300, 4)
 	won := 0
 	for i, r := range rows {

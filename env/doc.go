@@ -58,6 +58,10 @@
 //
 // gsm8k, gsm8k_python, calc_mult, wiki_qa, frozenlake, guess_number, countdown and data (users'
 // rows), by name through Open; each has a seeded generator (Generate) so nothing is downloaded.
+// Config (config.go) holds what every environment reads (turns, the reward rule, tool limits)
+// and, as groups, what belongs to some: each group of generated-task settings (Math, Mult,
+// Facts, Lake) names the generators it shapes in a shapes tag, which is where GeneratorKeys and
+// ShapingKeys, and a run's warnings about such a key under another environment, come from.
 // Datasets are read and written by package env/data (bounded: a file with no usable row, an
 // endless stream or a corrupt parquet file is an error naming the file and row); the python
 // tool runs in package env/sandbox.

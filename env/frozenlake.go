@@ -306,7 +306,7 @@ func reachable(g [][]byte, sr, sc int) bool {
 	return false
 }
 
-// Lake sizes (Config.LakeSize): DefaultLakeSize is RAGEN's 4×4. MaxLakeSize (6) is the largest
+// Lake sizes (Config.Lake.Size): DefaultLakeSize is RAGEN's 4×4. MaxLakeSize (6) is the largest
 // whose opposite corners, 2·(size−1) moves apart on open ice, lie within an episode's lakeSteps
 // moves; on a larger lake many goals would be out of reach before any hole is in the way.
 const (

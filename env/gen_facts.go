@@ -17,7 +17,7 @@ import (
 const (
 	DefaultCorpusSeed = 7
 	DefaultCorpusSize = 100 // countries; 3 passages each
-	// MaxCorpusSize is the most countries a corpus can have (Config.Countries): names are drawn
+	// MaxCorpusSize is the most countries a corpus can have (Config.Facts.Countries): names are drawn
 	// from 20 syllables, 8000 names of three, and each country takes three.
 	MaxCorpusSize = 2000
 )

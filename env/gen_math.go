@@ -38,7 +38,7 @@ type wordProblem struct {
 
 // DefaultMaxNumber is the largest number the word-problem templates reach with their own ranges
 // (27 dollars an hour, 8 hours a day, 8 days); MinMaxNumber and MaxMaxNumber bound
-// Config.MaxNumber.
+// Config.Math.MaxNumber.
 const (
 	DefaultMaxNumber = 27 * 8 * 8
 	MinMaxNumber     = 10
@@ -137,15 +137,15 @@ func gsm8kStream(seed int64, maxNumber int) stream {
 	}
 }
 
-// MultTask is the shape of generated calc_mult tasks (Config.Digits, Config.Factors).
+// MultTask is the shape of generated calc_mult tasks (Config.Mult; 0 in a Config: DefaultMult's).
 type MultTask struct {
 	// Digits is the length of each operand, 1 to 6. Fewer digits make an easier task for small
 	// models: less to copy into the tool call and out of the tool's result.
-	Digits int
+	Digits int `yaml:"digits"`
 	// Factors is how many numbers are multiplied, 2 to 4. The demonstrator multiplies them one
 	// call at a time, so an episode has Factors-1 calculator turns and an answer turn: 3 and 4
 	// factors make the 3- and 4-turn episodes that condensed contexts are for.
-	Factors int
+	Factors int `yaml:"factors"`
 }
 
 // DefaultMult is calc_mult's default: two 3-digit numbers.

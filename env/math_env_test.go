@@ -215,7 +215,7 @@ func TestGeneratorsAreDeterministic(t *testing.T) {
 	if _, err := Generate("chess", Config{}, 1, 1); err == nil {
 		t.Error("unknown task generated")
 	}
-	if _, err := Generate("gsm8k", Config{MaxNumber: 5}, 1, 1); err == nil || !strings.Contains(err.Error(), "max_number: 5") {
+	if _, err := Generate("gsm8k", Config{Math: MathTasks{MaxNumber: 5}}, 1, 1); err == nil || !strings.Contains(err.Error(), "max_number: 5") {
 		t.Errorf("max_number 5: %v", err)
 	}
 }

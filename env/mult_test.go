@@ -17,9 +17,9 @@ func TestCalcMultShapes(t *testing.T) {
 		turns    int
 	}{
 		{Config{}, `^What is \d{3} \* \d{3}\?$`, 2},
-		{Config{Digits: 1}, `^What is [2-9] \* [2-9]\?$`, 2},
-		{Config{Digits: 2, Factors: 3}, `^What is \d{2} \* \d{2} \* \d{2}\?$`, 3},
-		{Config{Digits: 4, Factors: 4}, `^What is \d{4} \* \d{4} \* \d{4} \* \d{4}\?$`, 4},
+		{Config{Mult: MultTask{Digits: 1}}, `^What is [2-9] \* [2-9]\?$`, 2},
+		{Config{Mult: MultTask{Digits: 2, Factors: 3}}, `^What is \d{2} \* \d{2} \* \d{2}\?$`, 3},
+		{Config{Mult: MultTask{Digits: 4, Factors: 4}}, `^What is \d{4} \* \d{4} \* \d{4} \* \d{4}\?$`, 4},
 	} {
 		e := open(t, "calc_mult", c.cfg)
 		rows, err := e.Generate(50, 7)
@@ -71,8 +71,8 @@ func TestCalcMultShapes(t *testing.T) {
 			t.Fatalf("row %d: %q, want %d * %d", i, q, a, b)
 		}
 	}
-	for _, bad := range []Config{{Digits: 7}, {Digits: -1}, {Factors: 1}, {Factors: 5}} {
-		if _, err := Open("calc_mult", bad); err == nil || !strings.Contains(err.Error(), "env.digits") && !strings.Contains(err.Error(), "env.factors") {
+	for _, bad := range []MultTask{{Digits: 7}, {Digits: -1}, {Factors: 1}, {Factors: 5}} {
+		if _, err := Open("calc_mult", Config{Mult: bad}); err == nil || !strings.Contains(err.Error(), "env.digits") && !strings.Contains(err.Error(), "env.factors") {
 			t.Errorf("%+v: error %v", bad, err)
 		}
 	}
@@ -81,7 +81,7 @@ func TestCalcMultShapes(t *testing.T) {
 // DirectDemos: that share of the tasks is demonstrated with the product at once (one turn, still
 // right), the same tasks every time; the rest call the calculator first.
 func TestCalcMultDirectDemos(t *testing.T) {
-	e := open(t, "calc_mult", Config{Digits: 2, DirectDemos: 0.5})
+	e := open(t, "calc_mult", Config{Mult: MultTask{Digits: 2}, DirectDemos: 0.5})
 	rows, err := e.Generate(400, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestCalcMultDirectDemos(t *testing.T) {
 			t.Fatalf("perfect demonstrator on task %d: %q, %v", i, d, err)
 		}
 	}
-	none := open(t, "calc_mult", Config{Digits: 2})
+	none := open(t, "calc_mult", Config{Mult: MultTask{Digits: 2}})
 	if none.DemonstratePerfect != nil {
 		t.Error("DirectDemos 0 has a separate perfect demonstrator; want nil (Demonstrate is perfect)")
 	}
@@ -154,7 +154,7 @@ func TestCalcMultPartialProductTurn(t *testing.T) {
 		t.Fatalf("a question that is no product has numbers %v", xs)
 	}
 
-	e := open(t, "calc_mult", Config{Digits: 2, Factors: 3})
+	e := open(t, "calc_mult", Config{Mult: MultTask{Digits: 2, Factors: 3}})
 	task := TaskFromRow(data.Row{
 		Prompt:      []data.Message{{Role: "user", Content: "What is 12 * 34 * 56?"}},
 		RewardModel: data.RewardModel{GroundTruth: "22848"},

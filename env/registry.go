@@ -1,128 +1,14 @@
 package env
 
 import (
-	"cmp"
 	"fmt"
 	"iter"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mtgrpo/mtgrpo/env/data"
-	"github.com/mtgrpo/mtgrpo/env/sandbox"
-	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
-
-// Config selects and tunes an environment. Zero values mean each environment's default.
-type Config struct {
-	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult factors+1,
-	// wiki_qa 4, frozenlake 5, guess_number 7, countdown 1, data 1 or 4 with tools).
-	MaxTurns int `yaml:"max_turns"`
-	// Context is the trajectory reward rule: "off" (weighted sum), "inverse" (1/max context
-	// tokens when format and answer are right) or "scaled" (Budget/max context tokens).
-	Context string `yaml:"reward_rule"`
-	// Budget is the numerator of the "scaled" rule, in tokens.
-	Budget int `yaml:"reward_budget"`
-	// Python configures the python tool's sandbox (interpreter, limits); a run's configuration
-	// gives it in its own units (cmd/internal/config's env.python section).
-	Python sandbox.Config `yaml:"-"`
-	// Domain picks the "data" environment's rubric: math, code, qa, general; "" chooses per row
-	// from data_source and ability.
-	Domain string `yaml:"domain"`
-	// Tools lists the tools of the "data" environment: python, calculator, search.
-	Tools []string `yaml:"tools"`
-	// CorpusPath is a JSONL corpus ({id, title, text}) for the search tool; default: the generated
-	// facts corpus of wiki_qa.
-	CorpusPath string `yaml:"corpus"`
-	// Countries is the number of invented countries in the generated facts corpus, 1 to
-	// MaxCorpusSize (0: DefaultCorpusSize, 100): wiki_qa's questions are drawn from them (4 each)
-	// and the search tool indexes their passages (3 each) unless CorpusPath gives its own.
-	Countries int `yaml:"countries"`
-	// Slippery makes generated frozen lakes slippery (RAGEN's default is slippery; ours is not,
-	// so a small model can learn the rules first).
-	Slippery bool `yaml:"slippery"`
-	// LakeSize is the side of generated frozen lakes, MinLakeSize to MaxLakeSize (0:
-	// DefaultLakeSize, 4); RAGEN's size.
-	LakeSize int `yaml:"lake_size"`
-	// Digits and Factors shape generated calc_mult tasks: operand length 1 to 6 and 2 to 4
-	// numbers multiplied (0: DefaultMult's, two 3-digit numbers). See MultTask.
-	Digits  int `yaml:"digits"`
-	Factors int `yaml:"factors"`
-	// MaxNumber caps every number of generated gsm8k and gsm8k_python problems (the question's,
-	// the worked steps' results, the answer), MinMaxNumber to MaxMaxNumber; 0 keeps the
-	// templates' own ranges (up to DefaultMaxNumber). A small cap makes sums and differences a
-	// small model can learn (docs/bench/learning.md).
-	MaxNumber int `yaml:"max_number"`
-	// DirectDemos is the share (0 to 1) of tasks, chosen by a hash of the question (so the same
-	// ones every time), whose demonstration is imperfect: it skips the tool or the worked steps
-	// and answers at once, as a demonstrator that does the work in its head would (a larger
-	// model's transcripts), or, in a game, makes a wrong move. calc_mult states the product
-	// without the calculator, gsm8k the answer without the worked solution, gsm8k_python the
-	// answer without the python call, wiki_qa the answer without searching, countdown the
-	// equation without the steps that find it; frozenlake first steps away from the goal and
-	// guess_number opens off-centre (demonstrate*.go). A small model cannot imitate the
-	// answers from memory: after such a warm-up it answers some tasks that way and gets them
-	// wrong, and RL has to learn that the tool or the steps pay.
-	DirectDemos float64 `yaml:"direct_demos"`
-	// MaxToolCalls is the most tool calls one assistant message may make (0: the default, 5);
-	// calls past it are not run and count as failed calls.
-	MaxToolCalls int `yaml:"max_tool_calls"`
-	// ToolTime is the wall-clock budget of one message's tool calls together (0: the default,
-	// 20s); when it runs out the running call is cancelled and the rest are answered with a
-	// timeout message.
-	ToolTime time.Duration `yaml:"tool_time"`
-	// ExtraTools are tools from outside the binary (an MCP server's, see package env/mcp),
-	// offered in every episode after the environment's own tools. A question-answering
-	// environment that gains tools becomes multi-turn (IsMultiTurn): its turn limit is
-	// MaxTurns, or DefaultToolTurns when it had one turn. Game environments take none.
-	ExtraTools []Tool `yaml:"-"`
-}
-
-// Validate names the first bad setting by its key in a run's configuration (env.lake_size, a
-// setting.KeyError).
-func (c Config) Validate() error {
-	switch c.Context {
-	case "", ContextOff, ContextInverse, ContextScaled:
-	default:
-		return setting.Errorf("env.reward_rule", "%q: want off, inverse or scaled", c.Context)
-	}
-	budget, why := 0, ""
-	if c.Context == ContextScaled {
-		budget, why = 1, "the scaled reward rule's numerator"
-	}
-	lake := fmt.Sprintf("across a %d×%d lake is the %d moves an episode may make", MaxLakeSize, MaxLakeSize, lakeSteps)
-	return setting.Check(
-		setting.In("env.reward_budget", c.Budget, budget, setting.MaxTokens).Because(why),
-		setting.AtLeast("env.tool_time", c.ToolTime, 0),
-		setting.In("env.direct_demos", c.DirectDemos, 0, 1),
-		setting.In("env.digits", c.Digits, 1, 6).OrZero(strconv.Itoa(DefaultMult.Digits)),
-		setting.In("env.factors", c.Factors, 2, 4).OrZero(strconv.Itoa(DefaultMult.Factors)),
-		setting.In("env.max_number", c.MaxNumber, MinMaxNumber, MaxMaxNumber).OrZero(fmt.Sprintf("the templates' own ranges, up to %d", DefaultMaxNumber)),
-		setting.In("env.countries", c.Countries, 1, MaxCorpusSize).OrZero(strconv.Itoa(DefaultCorpusSize)),
-		setting.In("env.lake_size", c.LakeSize, MinLakeSize, MaxLakeSize).OrZero(strconv.Itoa(DefaultLakeSize)).Because(lake),
-		setting.In("env.max_turns", c.MaxTurns, 0, setting.MaxCount),
-		setting.In("env.max_tool_calls", c.MaxToolCalls, 0, setting.MaxCount),
-	)
-}
-
-// mult is the calc_mult task shape: Digits and Factors over DefaultMult.
-func (c Config) mult() MultTask {
-	return MultTask{Digits: cmp.Or(c.Digits, DefaultMult.Digits), Factors: cmp.Or(c.Factors, DefaultMult.Factors)}
-}
-
-// countries is the size of the generated facts corpus: Countries or DefaultCorpusSize.
-func (c Config) countries() int { return cmp.Or(c.Countries, DefaultCorpusSize) }
-
-// lakeSize is the side of generated frozen lakes: LakeSize or DefaultLakeSize.
-func (c Config) lakeSize() int { return cmp.Or(c.LakeSize, DefaultLakeSize) }
-
-// toolLimits are the per-message limits Config sets.
-func (c Config) toolLimits() ToolLimits {
-	return ToolLimits{MaxCalls: c.MaxToolCalls, Time: c.ToolTime}
-}
 
 // Environment is a named environment, opened with a Config: it makes one Env per episode
 // (cheaply: the sandbox and search index are built once, in Open, and shared).
@@ -239,36 +125,6 @@ func generatorStream(task string, cfg Config, n int, seed int64) (stream, error)
 	return gen(seed), nil
 }
 
-// generatorKeys are the Config keys (yaml names) that shape each generator's tasks.
-var generatorKeys = map[string][]string{
-	"gsm8k":        {"max_number"},
-	"gsm8k_python": {"max_number"},
-	"calc_mult":    {"digits", "factors"},
-	"wiki_qa":      {"countries"},
-	"frozenlake":   {"lake_size", "slippery"},
-}
-
-// GeneratorKeys lists the Config keys (yaml names: env.KEY in a run) that shape the named
-// generator's tasks; every other key leaves them as they are.
-func GeneratorKeys(task string) []string { return slices.Clone(generatorKeys[task]) }
-
-// ShapingKeys lists every Config key (yaml name) that shapes some generator's tasks, sorted, and
-// Shapes the generators each shapes, sorted.
-func ShapingKeys() (keys []string, shapes map[string][]string) {
-	shapes = map[string][]string{}
-	for task, ks := range generatorKeys {
-		for _, k := range ks {
-			shapes[k] = append(shapes[k], task)
-		}
-	}
-	for k := range shapes {
-		slices.Sort(shapes[k])
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys, shapes
-}
-
 // GeneratorNames lists the tasks Generate knows.
 func GeneratorNames() []string {
 	var n []string
@@ -282,11 +138,11 @@ func GeneratorNames() []string {
 // generators start each task generator's stream, shaped by cfg.
 func generators(cfg Config) map[string]func(seed int64) stream {
 	return map[string]func(int64) stream{
-		"gsm8k":        func(s int64) stream { return gsm8kStream(s, cfg.MaxNumber) },
-		"gsm8k_python": func(s int64) stream { return gsm8kStream(s, cfg.MaxNumber) },
+		"gsm8k":        func(s int64) stream { return gsm8kStream(s, cfg.Math.MaxNumber) },
+		"gsm8k_python": func(s int64) stream { return gsm8kStream(s, cfg.Math.MaxNumber) },
 		"calc_mult":    cfg.mult().stream,
 		"wiki_qa":      func(s int64) stream { return wikiQAStream(s, cfg.countries()) },
-		"frozenlake":   func(s int64) stream { return frozenLakeStream(s, cfg.lakeSize(), cfg.Slippery) },
+		"frozenlake":   func(s int64) stream { return frozenLakeStream(s, cfg.lakeSize(), cfg.Lake.Slippery) },
 		"guess_number": guessStream,
 		"countdown":    countdownStream,
 	}

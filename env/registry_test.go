@@ -23,12 +23,12 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{Config{Budget: -1}, "env.reward_budget", "-1: must be at least 0"},
 		{Config{ToolTime: -time.Second}, "env.tool_time", "-1s: must be at least 0s"},
 		{Config{DirectDemos: 1.5}, "env.direct_demos", "1.5: must be in [0, 1]"},
-		{Config{Digits: 7}, "env.digits", "7: want 1 to 6 (0: 3)"},
-		{Config{Factors: 1}, "env.factors", "1: want 2 to 4 (0: 2)"},
-		{Config{LakeSize: 1}, "env.lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
-		{Config{LakeSize: 7}, "env.lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
-		{Config{MaxNumber: 9}, "env.max_number", "9: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
-		{Config{MaxNumber: -1}, "env.max_number", "-1: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
+		{Config{Mult: MultTask{Digits: 7}}, "env.digits", "7: want 1 to 6 (0: 3)"},
+		{Config{Mult: MultTask{Factors: 1}}, "env.factors", "1: want 2 to 4 (0: 2)"},
+		{Config{Lake: LakeTasks{Size: 1}}, "env.lake_size", "1: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{Lake: LakeTasks{Size: 7}}, "env.lake_size", "7: want 2 to 6 (0: 4; across a 6×6 lake is the 10 moves an episode may make)"},
+		{Config{Math: MathTasks{MaxNumber: 9}}, "env.max_number", "9: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
+		{Config{Math: MathTasks{MaxNumber: -1}}, "env.max_number", "-1: want 10 to 10000 (0: the templates' own ranges, up to 1728)"},
 		{Config{MaxTurns: -2}, "env.max_turns", "-2: must be at least 0"},
 		{Config{MaxToolCalls: -1}, "env.max_tool_calls", "-1: must be at least 0"},
 		{Config{MaxToolCalls: setting.MaxCount + 1}, "env.max_tool_calls", "16777217: must be at most 16777216"},
@@ -43,7 +43,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		}
 	}
 	// Zero values are the defaults: valid.
-	if err := (Config{Context: ContextScaled, Budget: 400, Digits: 6, Factors: 4, DirectDemos: 1, LakeSize: 6, MaxNumber: MaxMaxNumber}).Validate(); err != nil {
+	if err := (Config{Context: ContextScaled, Budget: 400, Mult: MultTask{Digits: 6, Factors: 4}, DirectDemos: 1, Lake: LakeTasks{Size: 6}, Math: MathTasks{MaxNumber: MaxMaxNumber}}).Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
 	if err := (Config{}).Validate(); err != nil {
@@ -55,7 +55,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 // default 4×4 for 0.
 func TestLakeSizeShapesGeneratedLakes(t *testing.T) {
 	for _, tc := range []struct{ size, want int }{{0, DefaultLakeSize}, {3, 3}, {MaxLakeSize, MaxLakeSize}} {
-		e, err := Open("frozenlake", Config{LakeSize: tc.size})
+		e, err := Open("frozenlake", Config{Lake: LakeTasks{Size: tc.size}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,12 +73,12 @@ func TestLakeSizeShapesGeneratedLakes(t *testing.T) {
 // rows, and each key it lists for another leaves them as they are.
 func TestGeneratorKeysShapeTasks(t *testing.T) {
 	set := map[string]func(*Config){
-		"max_number": func(c *Config) { c.MaxNumber = 20 },
-		"digits":     func(c *Config) { c.Digits = 2 },
-		"factors":    func(c *Config) { c.Factors = 3 },
-		"countries":  func(c *Config) { c.Countries = 7 },
-		"lake_size":  func(c *Config) { c.LakeSize = 3 },
-		"slippery":   func(c *Config) { c.Slippery = true },
+		"max_number": func(c *Config) { c.Math.MaxNumber = 20 },
+		"digits":     func(c *Config) { c.Mult.Digits = 2 },
+		"factors":    func(c *Config) { c.Mult.Factors = 3 },
+		"countries":  func(c *Config) { c.Facts.Countries = 7 },
+		"lake_size":  func(c *Config) { c.Lake.Size = 3 },
+		"slippery":   func(c *Config) { c.Lake.Slippery = true },
 	}
 	for _, name := range GeneratorNames() {
 		for _, k := range GeneratorKeys(name) {
@@ -100,6 +100,25 @@ func TestGeneratorKeysShapeTasks(t *testing.T) {
 			shapes := slices.Contains(GeneratorKeys(name), k)
 			if changed := fmt.Sprint(rows) != fmt.Sprint(plain); changed != shapes {
 				t.Errorf("%s with %s: rows changed %v, GeneratorKeys says %v", name, k, changed, shapes)
+			}
+		}
+	}
+}
+
+// The shaping keys come from Config's groups: each group's keys, under the generators its
+// shapes tag names, which all exist.
+func TestShapingKeysFromGroups(t *testing.T) {
+	keys, shapes := ShapingKeys()
+	if want := []string{"countries", "digits", "factors", "lake_size", "max_number", "slippery"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v", keys, want)
+	}
+	if got := fmt.Sprint(shapes["max_number"], GeneratorKeys("frozenlake"), GeneratorKeys("countdown")); got != "[gsm8k gsm8k_python] [lake_size slippery] []" {
+		t.Errorf("shapes: %s", got)
+	}
+	for k, gens := range shapes {
+		for _, g := range gens {
+			if !slices.Contains(GeneratorNames(), g) {
+				t.Errorf("%s shapes %q, not a generator (%v)", k, g, GeneratorNames())
 			}
 		}
 	}

@@ -132,10 +132,10 @@ func TestDataEnvironmentRubrics(t *testing.T) {
 			t.Errorf("%s/%s %q: reward %v, want %v", c.task.DataSource, c.task.Ability, c.answer, s.Reward, c.want)
 		}
 	}
-	if _, err := Open("data", Config{Tools: []string{"shell"}}); err == nil {
+	if _, err := Open("data", Config{Data: DataEnv{Tools: []string{"shell"}}}); err == nil {
 		t.Error("unknown tool accepted")
 	}
-	if _, err := Open("data", Config{Domain: "poetry"}); err == nil {
+	if _, err := Open("data", Config{Data: DataEnv{Domain: "poetry"}}); err == nil {
 		t.Error("unknown domain accepted")
 	}
 }
@@ -251,7 +251,7 @@ func TestCorpusFile(t *testing.T) {
 	}
 }
 
-// Config.Countries sizes the generated corpus: the default corpus stays as it was (its first
+// Config.Facts.Countries sizes the generated corpus: the default corpus stays as it was (its first
 // country's passage is pinned), a larger one has distinct names throughout, wiki_qa's questions
 // come from its countries, and its search finds each of them.
 func TestCorpusCountries(t *testing.T) {
@@ -270,7 +270,7 @@ func TestCorpusCountries(t *testing.T) {
 		}
 		titles[d.Title] = true
 	}
-	e := open(t, "wiki_qa", Config{Countries: 1000})
+	e := open(t, "wiki_qa", Config{Facts: FactsCorpus{Countries: 1000}})
 	rows, err := e.Generate(400, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestCorpusCountries(t *testing.T) {
 	if len(countries) < 300 { // 400 draws over 1000 countries: about 330 distinct
 		t.Fatalf("400 questions over %d countries", len(countries))
 	}
-	if err := (Config{Countries: MaxCorpusSize + 1}).Validate(); err == nil || !strings.Contains(err.Error(), "countries") {
+	if err := (Config{Facts: FactsCorpus{Countries: MaxCorpusSize + 1}}).Validate(); err == nil || !strings.Contains(err.Error(), "countries") {
 		t.Fatalf("countries past the maximum: %v", err)
 	}
 }

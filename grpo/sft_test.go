@@ -52,7 +52,7 @@ func TestDemonstrationsEveryEnvironment(t *testing.T) {
 	_, tok := tinyTokenizer(t)
 	condensers := []rollout.Condenser{rollout.Full{}, rollout.LastN{N: 1}, rollout.TokenBudget{MaxTokens: 1500}}
 	for _, name := range []string{"gsm8k", "countdown", "wiki_qa", "calc_mult", "frozenlake", "guess_number"} {
-		e, err := env.Open(name, env.Config{DirectDemos: 0.3, Factors: 3, Digits: 2})
+		e, err := env.Open(name, env.Config{DirectDemos: 0.3, Mult: env.MultTask{Factors: 3, Digits: 2}})
 		if err != nil {
 			t.Fatal(err)
 		}

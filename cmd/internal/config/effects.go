@@ -98,16 +98,16 @@ func (c *Config) warnEffects() {
 	}
 	e := c.Env
 	if e.Name != "data" {
-		if e.Domain != "" && c.explicit("env.domain") && e.Domain != envDomains[e.Name] {
+		if e.Data.Domain != "" && c.explicit("env.domain") && e.Data.Domain != envDomains[e.Name] {
 			noEffect("env.domain", fmt.Sprintf("environment %s scores with its own rubric; the domain picks the rubric of env.name data", e.Name))
 		}
-		if len(e.Tools) > 0 && c.explicit("env.tools") {
+		if len(e.Data.Tools) > 0 && c.explicit("env.tools") {
 			noEffect("env.tools", fmt.Sprintf("environment %s has its own tools; the list gives env.name data its tools", e.Name))
 		}
 	}
-	if e.Countries != 0 && c.explicit("env.countries") {
+	if e.Facts.Countries != 0 && c.explicit("env.countries") {
 		switch {
-		case e.Name != "wiki_qa" && !(e.Name == "data" && slices.Contains(e.Tools, "search")):
+		case e.Name != "wiki_qa" && !(e.Name == "data" && slices.Contains(e.Data.Tools, "search")):
 			noEffect("env.countries", fmt.Sprintf("environment %s has no generated facts corpus; it applies to env.name wiki_qa "+
 				"(and data with the search tool)", e.Name))
 		case e.Name == "data" && e.CorpusPath != "":
