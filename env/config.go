@@ -23,11 +23,12 @@ type Config struct {
 	// MaxTurns overrides the environment's turn limit (gsm8k 1, gsm8k_python 4, calc_mult factors+1,
 	// wiki_qa 4, frozenlake 5, guess_number 7, countdown 1, data 1 or 4 with tools).
 	MaxTurns int `yaml:"max_turns"`
-	// Context is the trajectory reward rule: "off" (weighted sum), "inverse" (1/max context
-	// tokens when format and answer are right) or "scaled" (Budget/max context tokens).
-	Context string `yaml:"reward_rule"`
-	// Budget is the numerator of the "scaled" rule, in tokens.
-	Budget int `yaml:"reward_budget"`
+	// RewardRule is the trajectory reward rule: off (the rubric's weighted sum), inverse (1/max
+	// context tokens when format and answer are right) or scaled (RewardBudget/max context
+	// tokens).
+	RewardRule RewardRule `yaml:"reward_rule"`
+	// RewardBudget is the numerator of the scaled rule, in tokens.
+	RewardBudget int `yaml:"reward_budget"`
 	// DirectDemos is the share (0 to 1) of tasks, chosen by a hash of the question (so the same
 	// ones every time), whose demonstration is imperfect: it skips the tool or the worked steps
 	// and answers at once, as a demonstrator that does the work in its head would (a larger
@@ -112,18 +113,18 @@ type LakeTasks struct {
 // Validate names the first bad setting by its key in a run's configuration (env.lake_size, a
 // setting.KeyError).
 func (c Config) Validate() error {
-	switch c.Context {
-	case "", ContextOff, ContextInverse, ContextScaled:
-	default:
-		return setting.Errorf("env.reward_rule", "%q: want off, inverse or scaled", c.Context)
+	if c.RewardRule != "" {
+		if err := setting.OneOf("env.reward_rule", c.RewardRule, rewardRules); err != nil {
+			return err
+		}
 	}
 	budget, why := 0, ""
-	if c.Context == ContextScaled {
+	if c.RewardRule == RuleScaled {
 		budget, why = 1, "the scaled reward rule's numerator"
 	}
 	lake := fmt.Sprintf("across a %d×%d lake is the %d moves an episode may make", MaxLakeSize, MaxLakeSize, lakeSteps)
 	return setting.Check(
-		setting.In("env.reward_budget", c.Budget, budget, setting.MaxTokens).Because(why),
+		setting.In("env.reward_budget", c.RewardBudget, budget, setting.MaxTokens).Because(why),
 		setting.AtLeast("env.tool_time", c.ToolTime, 0),
 		setting.In("env.direct_demos", c.DirectDemos, 0, 1),
 		setting.In("env.digits", c.Mult.Digits, 1, 6).OrZero(strconv.Itoa(DefaultMult.Digits)),

@@ -169,13 +169,13 @@ func TestRubricExternal(t *testing.T) {
 	gated := judge
 	gated.Gate = true
 	r := base(gated)
-	r.Context = ContextInverse
+	r.Rule = RuleInverse
 	if s, _ := r.Score(traj); s.Reward != 0 {
 		t.Errorf("failed gate: reward %v", s.Reward)
 	}
 	gated.Reward = fixedReward{s: ExternalScore{Reward: 1}}
 	r = base(gated)
-	r.Context = ContextInverse
+	r.Rule = RuleInverse
 	if s, _ := r.Score(traj); s.Reward != 1.0/40 {
 		t.Errorf("passed gate: reward %v", s.Reward)
 	}

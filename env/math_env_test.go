@@ -90,31 +90,31 @@ func TestContextLengthReward(t *testing.T) {
 	for _, c := range []struct {
 		cfg  Config
 		want float64
-	}{{Config{Context: ContextInverse}, 0.01}, {Config{Context: ContextScaled, Budget: 1000}, 10}} {
+	}{{Config{RewardRule: RuleInverse}, 0.01}, {Config{RewardRule: RuleScaled, RewardBudget: 1000}, 10}} {
 		e := open(t, "gsm8k", c.cfg)
 		task := firstTask(t, e, 1)
 		_, s := episode(t, e.New(), task, say("#### "+task.GroundTruth))
 		if s.Reward != c.want {
-			t.Errorf("%s: reward %v, want %v", c.cfg.Context, s.Reward, c.want)
+			t.Errorf("%s: reward %v, want %v", c.cfg.RewardRule, s.Reward, c.want)
 		}
 		wantMetric(t, s, "context/max_tokens", 100)
 		for _, bad := range []string{"#### 999999", "The answer is " + task.GroundTruth} {
 			if _, s := episode(t, e.New(), task, say(bad)); s.Reward != 0 {
-				t.Errorf("%s: %q earned %v", c.cfg.Context, bad, s.Reward)
+				t.Errorf("%s: %q earned %v", c.cfg.RewardRule, bad, s.Reward)
 			}
 		}
 	}
-	if _, err := Open("gsm8k", Config{Context: ContextScaled}); err == nil {
+	if _, err := Open("gsm8k", Config{RewardRule: RuleScaled}); err == nil {
 		t.Error("scaled without a budget accepted")
 	}
-	if _, err := Open("gsm8k", Config{Context: "sqrt"}); err == nil {
+	if _, err := Open("gsm8k", Config{RewardRule: "sqrt"}); err == nil {
 		t.Error("unknown rule accepted")
 	}
 }
 
 // calc_mult with a tool-using policy: turn 0 calls the calculator, turn 1 answers.
 func TestCalcMultToolPolicy(t *testing.T) {
-	e := open(t, "calc_mult", Config{Context: ContextInverse})
+	e := open(t, "calc_mult", Config{RewardRule: RuleInverse})
 	task := firstTask(t, e, 3)
 	var a, b int
 	if _, err := fmt.Sscanf(task.Extra["question"].(string), "What is %d * %d?", &a, &b); err != nil {

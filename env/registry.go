@@ -177,7 +177,7 @@ func (s *shared) pythonTool() (*PythonTool, error) {
 // withContext applies the configured length rule to a rubric.
 func withContext(cfg Config, r *Rubric) *Rubric {
 	c := *r
-	c.Context, c.Budget = cfg.Context, cfg.Budget
+	c.Rule, c.Budget = cfg.RewardRule, cfg.RewardBudget
 	return &c
 }
 

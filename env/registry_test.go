@@ -18,9 +18,9 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		key string
 		msg string
 	}{
-		{Config{Context: "linear"}, "env.reward_rule", `"linear": want off, inverse or scaled`},
-		{Config{Context: ContextScaled}, "env.reward_budget", "0: must be at least 1 (the scaled reward rule's numerator)"},
-		{Config{Budget: -1}, "env.reward_budget", "-1: must be at least 0"},
+		{Config{RewardRule: "linear"}, "env.reward_rule", `unknown value "linear" (want off, inverse, scaled)`},
+		{Config{RewardRule: RuleScaled}, "env.reward_budget", "0: must be at least 1 (the scaled reward rule's numerator)"},
+		{Config{RewardBudget: -1}, "env.reward_budget", "-1: must be at least 0"},
 		{Config{ToolTime: -time.Second}, "env.tool_time", "-1s: must be at least 0s"},
 		{Config{DirectDemos: 1.5}, "env.direct_demos", "1.5: must be in [0, 1]"},
 		{Config{Mult: MultTask{Digits: 7}}, "env.digits", "7: want 1 to 6 (0: 3)"},
@@ -43,7 +43,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		}
 	}
 	// Zero values are the defaults: valid.
-	if err := (Config{Context: ContextScaled, Budget: 400, Mult: MultTask{Digits: 6, Factors: 4}, DirectDemos: 1, Lake: LakeTasks{Size: 6}, Math: MathTasks{MaxNumber: MaxMaxNumber}}).Validate(); err != nil {
+	if err := (Config{RewardRule: RuleScaled, RewardBudget: 400, Mult: MultTask{Digits: 6, Factors: 4}, DirectDemos: 1, Lake: LakeTasks{Size: 6}, Math: MathTasks{MaxNumber: MaxMaxNumber}}).Validate(); err != nil {
 		t.Errorf("valid settings: %v", err)
 	}
 	if err := (Config{}).Validate(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 )
 
 // RewardFunc is a named, weighted trajectory-level reward.
@@ -23,16 +25,30 @@ type TurnRewardFunc struct {
 	Fn     func(t *Trajectory, i int) float64
 }
 
-// Context-length reward rules (notes: multi-turn GRPO with condensed contexts).
+// RewardRule is how a rubric turns its functions into the trajectory reward: their weighted sum,
+// or one of the context-length rules of multi-turn GRPO with condensed contexts (env.reward_rule).
+type RewardRule string
+
+// Reward rules.
 const (
-	// ContextOff: reward = Σ weight·value over the trajectory functions.
-	ContextOff = "off"
-	// ContextInverse: reward = 1/max_t|c_t| if every gate passes, else 0 (the seed's definition).
-	ContextInverse = "inverse"
-	// ContextScaled: reward = budget/max_t|c_t| if every gate passes, else 0 (same ordering,
+	// RuleOff: reward = Σ weight·value over the trajectory functions.
+	RuleOff RewardRule = "off"
+	// RuleInverse: reward = 1/max_t|c_t| if every gate passes, else 0 (the seed's definition).
+	RuleInverse RewardRule = "inverse"
+	// RuleScaled: reward = budget/max_t|c_t| if every gate passes, else 0 (same ordering,
 	// values near 1 instead of near 1e-3).
-	ContextScaled = "scaled"
+	RuleScaled RewardRule = "scaled"
 )
+
+var rewardRules = []RewardRule{RuleOff, RuleInverse, RuleScaled}
+
+// ParseRewardRule reads a rule's name ("" is off).
+func ParseRewardRule(s string) (RewardRule, error) {
+	return setting.Parse("reward rule", s, rewardRules, map[string]RewardRule{"": RuleOff})
+}
+
+// UnmarshalText reads a rule's name as ParseRewardRule does (YAML, flags).
+func (r *RewardRule) UnmarshalText(b []byte) error { return setting.Decode(r, b, ParseRewardRule) }
 
 // Rubric combines reward functions into one trajectory reward and per-turn rewards.
 type Rubric struct {
@@ -41,9 +57,9 @@ type Rubric struct {
 	// External are rewards computed outside the process (commands, HTTP endpoints); they are
 	// summed and gated like Funcs, and only they can make Score fail on a trajectory.
 	External []ExternalFunc
-	// Context is one of ContextOff ("" means off), ContextInverse, ContextScaled.
-	Context string
-	// Budget is the numerator of ContextScaled, in tokens (e.g. the context budget).
+	// Rule is RuleOff ("" means off), RuleInverse or RuleScaled.
+	Rule RewardRule
+	// Budget is the numerator of RuleScaled, in tokens (e.g. the context budget).
 	Budget int
 }
 
@@ -83,26 +99,26 @@ func (r *Rubric) ScoreContext(ctx context.Context, t *Trajectory) (Score, error)
 	}
 	maxCtx := t.MaxContextTokens()
 	s.Metrics["context/max_tokens"] = float64(maxCtx)
-	switch r.Context {
-	case "", ContextOff:
+	switch r.Rule {
+	case "", RuleOff:
 		s.Reward = sum
-	case ContextInverse, ContextScaled:
+	case RuleInverse, RuleScaled:
 		num := 1.0
-		if r.Context == ContextScaled {
+		if r.Rule == RuleScaled {
 			if r.Budget <= 0 {
-				return Score{}, fmt.Errorf("env: context reward %q needs Budget > 0", r.Context)
+				return Score{}, fmt.Errorf("env: context reward %q needs Budget > 0", r.Rule)
 			}
 			num = float64(r.Budget)
 		}
 		// An episode with no turn (its first context did not fit) has no answer: reward 0.
 		if maxCtx <= 0 && len(t.Turns) > 0 {
-			return Score{}, fmt.Errorf("env: context reward %q needs the turns' ContextTokens (all are 0)", r.Context)
+			return Score{}, fmt.Errorf("env: context reward %q needs the turns' ContextTokens (all are 0)", r.Rule)
 		}
 		if gates && maxCtx > 0 {
 			s.Reward = num / float64(maxCtx)
 		}
 	default:
-		return Score{}, fmt.Errorf("env: unknown context reward rule %q (want off, inverse or scaled)", r.Context)
+		return Score{}, fmt.Errorf("env: unknown context reward rule %q (want %s)", r.Rule, setting.List(rewardRules))
 	}
 	s.Metrics["reward/total"] = s.Reward
 	r.scoreTurns(t, &s, extTurns)

@@ -24,11 +24,11 @@ func TestRubricHandWorked(t *testing.T) {
 	wantMetric(t, s, "turn_reward/idx", 1)
 	wantMetric(t, s, "context/max_tokens", 200)
 	// Inverse: gates pass → 1/max(50, 200, 120) = 1/200. Scaled, budget 400: 400/200 = 2.
-	r.Context = ContextInverse
+	r.Rule = RuleInverse
 	if s, _ := r.Score(traj); s.Reward != 0.005 {
 		t.Fatalf("inverse %v", s.Reward)
 	}
-	r.Context, r.Budget = ContextScaled, 400
+	r.Rule, r.Budget = RuleScaled, 400
 	if s, _ := r.Score(traj); s.Reward != 2 {
 		t.Fatalf("scaled %v", s.Reward)
 	}
@@ -46,17 +46,17 @@ func TestRubricHandWorked(t *testing.T) {
 	if _, err := r.Score(traj); err == nil {
 		t.Error("scaled without budget")
 	}
-	r.Context = "bogus"
+	r.Rule = "bogus"
 	if _, err := r.Score(traj); err == nil {
 		t.Error("unknown rule")
 	}
-	r.Context = ContextInverse
+	r.Rule = RuleInverse
 	if _, err := r.Score(&Trajectory{Turns: []Turn{{}}}); err == nil {
 		t.Error("inverse without token counts")
 	}
 	// An episode whose first context did not fit has no turn and no answer: 0, not an error.
-	for _, rule := range []string{ContextInverse, ContextScaled} {
-		r.Context, r.Budget = rule, 400
+	for _, rule := range []RewardRule{RuleInverse, RuleScaled} {
+		r.Rule, r.Budget = rule, 400
 		if s, err := r.Score(&Trajectory{}); err != nil || s.Reward != 0 {
 			t.Errorf("%s, no turns: %v, %v", rule, s.Reward, err)
 		}

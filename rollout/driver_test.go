@@ -78,7 +78,7 @@ func runEpisodes(t *testing.T, gen Generator, cfg DriverConfig, e *env.Environme
 // 1/|c_2|; turn rewards 2 (tool success + answer in the result) and 0. The copies of a task share
 // the first request (N = 2).
 func TestDriverScriptedCalcMult(t *testing.T) {
-	e := openEnv(t, "calc_mult", env.Config{Context: env.ContextInverse})
+	e := openEnv(t, "calc_mult", env.Config{RewardRule: env.RuleInverse})
 	gen := scriptedGen(t, calcPolicy)
 	trajs := runEpisodes(t, gen, DriverConfig{Sampling: Sampling{MaxNewTokens: 64}}, e, tasks(t, e, 2, 5), 2)
 	if gen.Requests[0].N != 2 || gen.Requests[1].N != 2 || len(gen.Requests) != 2+4 {

@@ -205,7 +205,7 @@ func Defaults() *Config {
 	return &Config{
 		RunDir:    "runs/train",
 		Device:    "cpu",
-		Env:       EnvConfig{Name: "calc_mult", Config: env.Config{Context: env.ContextOff}},
+		Env:       EnvConfig{Name: "calc_mult", Config: env.Config{RewardRule: env.RuleOff}},
 		Data:      DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
 		Rollout:   RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
 		Advantage: g.Advantage,

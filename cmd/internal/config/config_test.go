@@ -142,6 +142,8 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{"reward_computation:\n  type: http\n  url: ftp://x\n", []string{"c.yaml:2", "reward_computation.url"}},
 		{"init:\n  arch: gpt2\n  preset: tiny\n", []string{":2:", "init", `unknown architecture "gpt2"`}},
 		{"sft:\n  schedule: linear\n", []string{":2:", "sft.schedule", `unknown lr schedule "linear"`}},
+		{"env:\n  reward_rule: sqrt\n", []string{":2:", "env.reward_rule", `unknown reward rule "sqrt" (want off, inverse, scaled)`}},
+		{"loss:\n  is: tis\n", []string{":2:", "loss.is", `unknown importance sampling mode "tis"`}},
 		{"sft:\n  steps: 5\n  min_lr_ratio: 2\n", []string{"sft.min_lr_ratio", "must be in [0, 1]"}},
 	}
 	for _, tc := range cases {

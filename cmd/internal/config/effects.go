@@ -130,7 +130,7 @@ func (c *Config) warnEffects() {
 			noEffect("env.direct_demos", "it shapes the warm-up's demonstrations, and sft.steps is 0 (no warm-up)")
 		}
 	}
-	if e.Budget != 0 && c.explicit("env.reward_budget") && e.Context != "scaled" {
+	if e.RewardBudget != 0 && c.explicit("env.reward_budget") && e.RewardRule != env.RuleScaled {
 		noEffect("env.reward_budget", "it is the budget of env.reward_rule scaled")
 	}
 }
