@@ -42,8 +42,8 @@ type Checkpoint struct {
 }
 
 // Checkpoints is a run's checkpoints/ directory. Each checkpoint is written into a temporary
-// directory (internal/staged), every file and directory synced, the manifest written and synced,
-// then renamed to step-NNNNNNNN and the parent synced: a crash at any point leaves either the
+// directory (internal/staged), its manifest written, every file and directory synced (the staged
+// directory's Commit), then renamed to step-NNNNNNNN and the parent synced: a crash at any point leaves either the
 // previous set of checkpoints or the new one, and a temporary directory that the next Open (or
 // Save) on this host removes. Another host's temporaries are left alone.
 type Checkpoints struct {
@@ -101,7 +101,8 @@ func (c *Checkpoints) Save(step int, write func(dir string) error) (Checkpoint, 
 	return Checkpoint{Step: step, Dir: final}, c.prune()
 }
 
-// seal syncs every file and directory under dir and returns their manifest.
+// seal returns the manifest of every file under dir. It syncs nothing: the staged directory's
+// Commit syncs the whole tree, manifest included, before it takes the checkpoint's name.
 func seal(dir string, step int) (*Manifest, error) {
 	m := &Manifest{Step: step}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -115,7 +116,7 @@ func seal(dir string, step int) (*Manifest, error) {
 			return fmt.Errorf("%s is not a regular file", path)
 		}
 		rel, _ := filepath.Rel(dir, path)
-		f, err := hashFile(path, true)
+		f, err := hashFile(path)
 		if err != nil {
 			return err
 		}
@@ -126,34 +127,16 @@ func seal(dir string, step int) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Directories last, deepest first, so every entry is durable before its parent.
-	var dirs []string
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, path)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncDir(dirs[i]); err != nil {
-			return nil, err
-		}
-	}
 	return m, nil
 }
 
-// hashFile sizes and hashes a file, syncing it first when asked.
-func hashFile(path string, sync bool) (ManifestFile, error) {
-	f, err := os.Open(path) // fsync works on a read-only descriptor on Linux
+// hashFile sizes and hashes a file.
+func hashFile(path string) (ManifestFile, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return ManifestFile{}, err
 	}
 	defer f.Close()
-	if sync {
-		if err := f.Sync(); err != nil {
-			return ManifestFile{}, err
-		}
-	}
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
@@ -264,7 +247,7 @@ func Verify(dir string, contents bool) error {
 			}
 			continue
 		}
-		got, err := hashFile(path, false)
+		got, err := hashFile(path)
 		if err != nil {
 			return fmt.Errorf("run: checkpoint %s: %w", dir, err)
 		}

@@ -152,18 +152,6 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("run: sync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Failed records in the log file the error that ended the command (the console gets it from the
 // command itself), so that train.log says why a run stopped.
 func (r *Run) Failed(err error) {
