@@ -1,12 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -50,11 +50,11 @@ func initModel(args []string) error {
 	case !slices.Contains(model.PresetNames(), spec.Preset):
 		return usagef("init: --preset %q: unknown preset (%s)", spec.Preset, strings.Join(model.PresetNames(), ", "))
 	}
-	var fe *modelinit.FieldError
-	switch err := spec.Check(); {
-	case errors.As(err, &fe):
-		return usagef("init: --%s: %v", initFlags[fe.Field], fe.Err)
-	case err != nil:
+	err := spec.Check()
+	if ke, ok := setting.As(err); ok {
+		return usagef("init: --%s: %v", initFlags[strings.TrimPrefix(ke.Key, "init.")], ke.Err)
+	}
+	if err != nil {
 		return usagef("init: %v", err)
 	}
 	st, err := newStaging(*out, *force)

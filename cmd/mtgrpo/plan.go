@@ -110,7 +110,7 @@ func planModelConfig(cfg *config.Config, dir string) (*model.Config, error) {
 	case dir != "":
 		return model.LoadConfig(dir)
 	case cfg.Init != nil:
-		c, err := cfg.Init.Spec().ModelConfig()
+		c, err := cfg.Init.ModelConfig()
 		if err != nil {
 			return nil, fmt.Errorf("init: %w", err)
 		}

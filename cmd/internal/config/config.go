@@ -3,11 +3,13 @@ package config
 import (
 	"time"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/agent"
 	"github.com/mtgrpo/mtgrpo/env/extreward"
 	"github.com/mtgrpo/mtgrpo/env/mcp"
 	"github.com/mtgrpo/mtgrpo/env/openenv"
+	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
@@ -23,8 +25,9 @@ type Config struct {
 	// (resolved by model/hub in the command). Empty with Init set: a random
 	// model of Init's shape is written into RUN/base-model first.
 	Model string `yaml:"model"`
-	// Init describes the random model written when Model is empty.
-	Init *InitConfig `yaml:"init,omitempty"`
+	// Init describes the random model written when Model is empty: an architecture at a preset's
+	// size (model presets: tiny, qwen2.5-0.5b, llama3.2-1b), with any of the widths overridden.
+	Init *modelinit.Spec `yaml:"init,omitempty"`
 	// CriticModel is the critic's starting weights for the gae estimator (empty: Model).
 	CriticModel string `yaml:"critic_model,omitempty"`
 	// RunDir receives config.yaml, metrics, the log, samples, checkpoints and the exported model.
@@ -88,23 +91,6 @@ type DistConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// InitConfig is a randomly initialised model: an architecture at a preset's size (model
-// presets: tiny, qwen2.5-0.5b, llama3.2-1b), with any of the widths overridden.
-type InitConfig struct {
-	Arch   string `yaml:"arch"`
-	Preset string `yaml:"preset"`
-	Seed   uint64 `yaml:"seed"`
-	// Widths; 0 keeps the preset's.
-	HiddenSize        int `yaml:"hidden_size"`
-	IntermediateSize  int `yaml:"intermediate_size"`
-	NumHiddenLayers   int `yaml:"num_hidden_layers"`
-	NumAttentionHeads int `yaml:"num_attention_heads"`
-	NumKeyValueHeads  int `yaml:"num_key_value_heads"`
-	HeadDim           int `yaml:"head_dim"`
-	// RopeTheta replaces the architecture's RoPE base (0 keeps it).
-	RopeTheta float64 `yaml:"rope_theta"`
-}
-
 // EnvConfig selects the environment and configures it: env.Config's keys (max_turns,
 // reward_rule, tools, ...) beside the program's name and python sandbox.
 type EnvConfig struct {
@@ -113,34 +99,12 @@ type EnvConfig struct {
 	Name       string `yaml:"name"`
 	env.Config `yaml:",inline"`
 	// Python configures the python tool's sandbox, in megabytes and guarantee names
-	// (env.Config.Python is sandbox.Config in bytes and flags).
-	Python PythonConfig `yaml:"python"`
+	// (env.Config.Python is the sandbox.Config these settings make).
+	Python sandbox.Settings `yaml:"python"`
 	// Agent, when set, plays every episode with an agent program calling the policy through an
 	// OpenAI-compatible endpoint (package env/agent; docs/agents.md): Name's environment gives
 	// the tasks and, with agent.reward task, the reward.
 	Agent *agent.Config `yaml:"agent,omitempty"`
-}
-
-// PythonConfig is the python tool's sandbox (sandbox.Config); zero values keep its defaults.
-type PythonConfig struct {
-	Interpreter string `yaml:"interpreter"`
-	// Helper is the sandbox's helper binary (default: mtgrpo-sandbox beside the binary).
-	Helper       string        `yaml:"helper"`
-	Wall         time.Duration `yaml:"wall"`
-	CPUSeconds   int           `yaml:"cpu_seconds"`
-	MemoryMB     int64         `yaml:"memory_mb"`
-	Processes    int           `yaml:"processes"`
-	FileMB       int64         `yaml:"file_mb"`
-	DiskMB       int64         `yaml:"disk_mb"`
-	OutputBytes  int           `yaml:"output_bytes"`
-	OpenFiles    int           `yaml:"open_files"`
-	SitePackages bool          `yaml:"site_packages"`
-	ReadDirs     []string      `yaml:"read_dirs"`
-	// Require lists isolation guarantees the run refuses to go without: minimal_root,
-	// no_network, no_leftovers, unprivileged, memory_accounted, syscall_filter.
-	Require []string `yaml:"require"`
-	// BudgetMB caps the memory of all concurrent runs together (0: the sandbox's default).
-	BudgetMB int64 `yaml:"budget_mb"`
 }
 
 // DataConfig says where tasks come from: dataset files in verl's layout, or the environment's

@@ -144,6 +144,9 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 		{"sft:\n  schedule: linear\n", []string{":2:", "sft.schedule", `unknown lr schedule "linear"`}},
 		{"env:\n  reward_rule: sqrt\n", []string{":2:", "env.reward_rule", `unknown reward rule "sqrt" (want off, inverse, scaled)`}},
 		{"loss:\n  is: tis\n", []string{":2:", "loss.is", `unknown importance sampling mode "tis"`}},
+		{"env:\n  python:\n    require: [no_network, bogus]\n", []string{":3:", "env.python.require", `unknown guarantee "bogus"`}},
+		{"env:\n  python:\n    wall: -5s\n", []string{":3:", "env.python.wall", "-5s: must be at least 0s"}},
+		{"init:\n  arch: qwen3\n  preset: tiny\n  hidden_size: many\n", []string{":4:", "init.hidden_size", `want an integer, got "many"`}},
 		{"sft:\n  steps: 5\n  min_lr_ratio: 2\n", []string{"sft.min_lr_ratio", "must be in [0, 1]"}},
 	}
 	for _, tc := range cases {
@@ -183,7 +186,8 @@ func TestErrorsNameKeyAndPlace(t *testing.T) {
 func TestSavedRoundTripAndDiff(t *testing.T) {
 	c, err := Resolve(Sources{Preset: "mt-grpo", LookupEnv: noEnv, Overrides: []Override{
 		{Key: "init.preset", Value: "tiny", Where: "--set"}, {Key: "init.arch", Value: "qwen3", Where: "--set"},
-		{Key: "init.hidden_size", Value: "128", Where: "--set"}, {Key: "rollout.chat_vars", Value: "{enable_thinking: false}", Where: "--set"}}})
+		{Key: "init.hidden_size", Value: "128", Where: "--set"}, {Key: "rollout.chat_vars", Value: "{enable_thinking: false}", Where: "--set"},
+		{Key: "env.python.require", Value: "[no_network, minimal_root]", Where: "--set"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,8 @@
 package config
 
 import (
-	"fmt"
-
-	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
-
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/external"
-	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/rollout"
@@ -22,13 +17,6 @@ func (c *Config) ZeROStage() memplan.Stage {
 		return memplan.StageZeRO1
 	}
 	return memplan.Stage(c.Dist.ZeroStage)
-}
-
-// Spec is the random model of an init: section.
-func (i *InitConfig) Spec() modelinit.Spec {
-	return modelinit.Spec{Arch: i.Arch, Preset: i.Preset, Seed: i.Seed, HiddenSize: i.HiddenSize,
-		IntermediateSize: i.IntermediateSize, NumHiddenLayers: i.NumHiddenLayers, NumAttentionHeads: i.NumAttentionHeads,
-		NumKeyValueHeads: i.NumKeyValueHeads, HeadDim: i.HeadDim, RopeTheta: i.RopeTheta}
 }
 
 // MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus
@@ -81,53 +69,10 @@ func (c *Config) SFTTrainer() (grpo.Config, error) {
 }
 
 // EnvConfig is the environment's configuration. log receives the python sandbox's set-up line.
-func (c *Config) EnvConfig(log func(string)) (env.Config, error) {
-	py, err := c.sandbox(log)
-	if err != nil {
-		return env.Config{}, err
-	}
+func (c *Config) EnvConfig(log func(string)) env.Config {
 	e := c.Env.Config
-	e.Python = py
-	return e, nil
-}
-
-// guarantees are the sandbox's isolation guarantees by their configuration names.
-var guarantees = map[string]sandbox.Guarantee{
-	"minimal_root": sandbox.MinimalRoot, "no_network": sandbox.NoNetwork, "no_leftovers": sandbox.NoLeftovers,
-	"unprivileged": sandbox.Unprivileged, "memory_accounted": sandbox.MemoryAccounted,
-	"syscall_filter": sandbox.SyscallFilter,
-}
-
-func (c *Config) sandbox(log func(string)) (sandbox.Config, error) {
-	p := c.Env.Python
-	var lim sandbox.Limits // zero fields: the sandbox's own defaults (sandbox.DefaultLimits)
-	setPositive(&lim.Wall, p.Wall)
-	setPositive(&lim.CPUSeconds, p.CPUSeconds)
-	setPositive(&lim.MemoryBytes, p.MemoryMB<<20)
-	setPositive(&lim.Processes, p.Processes)
-	setPositive(&lim.FileBytes, p.FileMB<<20)
-	setPositive(&lim.DiskBytes, p.DiskMB<<20)
-	setPositive(&lim.OutputBytes, p.OutputBytes)
-	setPositive(&lim.OpenFiles, p.OpenFiles)
-	s := sandbox.Config{Python: p.Interpreter, Helper: p.Helper, Limits: lim, ReadDirs: p.ReadDirs, SitePackages: p.SitePackages, Log: log}
-	for _, name := range p.Require {
-		g, ok := guarantees[name]
-		if !ok {
-			return s, fmt.Errorf("env.python.require: unknown guarantee %q (minimal_root, no_network, no_leftovers, "+
-				"unprivileged, memory_accounted, syscall_filter)", name)
-		}
-		s.Require |= g
-	}
-	if p.BudgetMB > 0 {
-		s.Budget = sandbox.NewBudget(p.BudgetMB << 20)
-	}
-	return s, nil
-}
-
-func setPositive[T ~int | ~int64](dst *T, v T) {
-	if v > 0 {
-		*dst = v
-	}
+	e.Python = c.Env.Python.Config(log)
+	return e
 }
 
 // External is the environment's outside parts.

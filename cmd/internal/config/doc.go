@@ -6,7 +6,7 @@
 //	c, err := config.Resolve(config.Sources{Preset: "math", Files: []string{"configs/x.yaml"},
 //		Overrides: []config.Override{{Key: "optim.lr", Value: "2e-6", Where: "--lr"}}})
 //	g, _ := c.Trainer()      // grpo.Config
-//	e, _ := c.EnvConfig(log) // env.Config
+//	e := c.EnvConfig(log)    // env.Config
 //
 // Every source may use the native layout or other projects' keys: Families holds one
 // translation table per project (verl's ppo_trainer, TRL's GRPOConfig and verifiers,
@@ -21,17 +21,18 @@
 //
 // The sections are their packages' own types, declared once with their YAML keys, defaults and
 // checks: advantage (algo.AdvConfig), reward, loss, optim, update, dapo, critic, profiling, sft
-// (grpo.SFTConfig) and eval (grpo.EvalConfig, beside eval.before) are grpo's, rollout is
+// (grpo.SFTConfig) and eval (grpo.EvalConfig, beside eval.before) are grpo's; rollout is
 // grpo.RolloutConfig with rollout.Sampling inlined, beside the condenser's section
-// (rollout.CondenserConfig) and slots, and env is env.Config inlined beside name and python
-// (sandbox limits in megabytes). Named values (estimators, schedules, condensers) decode
-// themselves (encoding.TextUnmarshaler). Each key's range is declared once, in its owner's
-// Validate (grpo.Config.Validate, ValidateSFT, EvalConfig.Validate, rollout's and env's), whose
-// setting.KeyError this package places at the key's origin; the trainer's rules (bi-level GAE
-// needs a critic, the warm-up's schedule over its steps) live there too. The rest is the
-// program's: model, run_dir, data, train, dist, init, rollout.slots, eval.before, env.name and
-// env.python. Trainer fills in what a section holds as a value only: the condenser built from
-// its section and greedy decoding for rollout.temperature 0.
+// (rollout.CondenserConfig) and slots; env is env.Config inlined beside name, python
+// (sandbox.Settings, in megabytes) and agent (agent.Config); init is modelinit.Spec. Named values
+// (estimators, schedules, condensers, guarantees) decode themselves (encoding.TextUnmarshaler).
+// Each key's range is declared once, in its owner's Validate (grpo.Config.Validate, ValidateSFT,
+// EvalConfig.Validate, rollout's, env's, the sandbox's), whose setting.KeyError this package
+// places at the key's origin; the trainer's rules (bi-level GAE needs a critic, the warm-up's
+// schedule over its steps) live there too. The rest is the program's: model, run_dir, data,
+// train, dist, rollout.slots, eval.before and env.name. Trainer fills in what a section holds as
+// a value only: the condenser built from its section and greedy decoding for rollout.temperature
+// 0.
 //
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
 // foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),

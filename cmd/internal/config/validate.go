@@ -90,10 +90,9 @@ func (c *Config) validateRun() error {
 		}
 	}
 	if c.Init != nil {
-		var fe *modelinit.FieldError
-		switch err := c.Init.Spec().Check(); {
-		case errors.As(err, &fe):
-			return c.bad("init."+fe.Field, "%v", fe.Err)
+		switch err := c.Init.Check(); {
+		case errors.As(err, new(*setting.KeyError)):
+			return c.place(err)
 		case err != nil:
 			return &Error{Where: c.initOrigin(), Key: "init", Err: err}
 		}
@@ -105,7 +104,7 @@ func (c *Config) validateRun() error {
 // order of its fields, once each.
 func (c *Config) initOrigin() string {
 	var where []string
-	for _, k := range tagsOf(reflect.TypeOf(InitConfig{})) {
+	for _, k := range tagsOf(reflect.TypeOf(modelinit.Spec{})) {
 		if w, ok := c.origin["init."+k]; ok && !slices.Contains(where, w) {
 			where = append(where, w)
 		}
@@ -132,13 +131,7 @@ func (c *Config) validateEnv() error {
 			return c.place(err)
 		}
 	}
-	if _, err := c.sandbox(nil); err != nil {
-		return c.bad("env.python.require", "%v", strings.TrimPrefix(err.Error(), "env.python.require: "))
-	}
-	p := e.Python
-	return c.check(setting.In("env.python.memory_mb", p.MemoryMB, 0, setting.MaxCount),
-		setting.In("env.python.file_mb", p.FileMB, 0, setting.MaxCount),
-		setting.In("env.python.disk_mb", p.DiskMB, 0, setting.MaxCount), setting.In("env.python.budget_mb", p.BudgetMB, 0, setting.MaxCount))
+	return c.place(e.Python.Validate())
 }
 
 func (c *Config) validateData() error {

@@ -14,6 +14,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
+	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
@@ -189,7 +191,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, key string) error {
 func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
 	tmp := reflect.New(v.Type())
 	if err := n.Decode(tmp.Interface()); err != nil {
-		if _, named := tmp.Interface().(encoding.TextUnmarshaler); named && n.Kind == yaml.ScalarNode {
+		if _, wrongType := err.(*yaml.TypeError); !wrongType { // a named value's own error
 			return d.fail(n, key, "%v", err)
 		}
 		return d.fail(n, key, "want %s, got %s", typeName(v.Type()), shown(n))
@@ -277,6 +279,8 @@ var sections = map[string]bool{
 	reflect.TypeOf(grpo.Config{}).PkgPath():             true,
 	reflect.TypeOf(algo.AdvConfig{}).PkgPath():          true,
 	reflect.TypeOf(rollout.CondenserConfig{}).PkgPath(): true,
+	reflect.TypeOf(modelinit.Spec{}).PkgPath():          true,
+	reflect.TypeOf(sandbox.Settings{}).PkgPath():        true,
 }
 
 func yamlName(f reflect.StructField) string {
@@ -346,6 +350,9 @@ func shown(n *yaml.Node) string {
 func typeName(t reflect.Type) string {
 	if t == reflect.TypeOf(time.Duration(0)) {
 		return "a duration such as 30s or 1m30s"
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) {
+		return "a name"
 	}
 	switch t.Kind() {
 	case reflect.Bool:

@@ -80,11 +80,7 @@ type EvalOptions struct {
 // trajectories. Run on the torch thread.
 func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajectory, error) {
 	c := o.Config
-	ec, err := c.EnvConfig(nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	envs, ext, err := externalOpen(ctx, c, ec)
+	envs, ext, err := externalOpen(ctx, c, c.EnvConfig(nil))
 	if err != nil {
 		return nil, nil, err
 	}

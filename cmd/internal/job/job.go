@@ -214,10 +214,8 @@ func (j *job) out() io.Writer {
 
 // openEnv opens the environment with its outside parts (MCP servers, OpenEnv, external reward).
 func (j *job) openEnv(ctx context.Context) error {
-	ec, err := j.cfg.EnvConfig(func(s string) { j.log.Info().Msg(s) })
-	if err != nil {
-		return err
-	}
+	ec := j.cfg.EnvConfig(func(s string) { j.log.Info().Msg(s) })
+	var err error
 	if j.envs, j.ext, err = externalOpen(ctx, j.cfg, ec); err != nil {
 		return err
 	}
@@ -323,7 +321,7 @@ func (j *job) writeBaseModel(dir string) (string, error) {
 		return "", fmt.Errorf("init: %w", err)
 	}
 	defer d.Discard()
-	params, err := modelinit.Write(d.Path, j.cfg.Init.Spec())
+	params, err := modelinit.Write(d.Path, *j.cfg.Init)
 	if err != nil {
 		return "", fmt.Errorf("init: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
 )
@@ -16,42 +17,38 @@ import (
 // Architectures are the ones Write knows.
 var Architectures = []string{"llama", "qwen2", "qwen3"}
 
-// Spec is the model to write.
+// Spec is the model to write; a run's init: section (its keys the yaml names below).
 type Spec struct {
-	Arch   string // llama, qwen2, qwen3
-	Preset string // model.PresetNames(): tiny, qwen2.5-0.5b, llama3.2-1b
-	Seed   uint64
+	Arch   string `yaml:"arch"`   // llama, qwen2, qwen3
+	Preset string `yaml:"preset"` // model.PresetNames(): tiny, qwen2.5-0.5b, llama3.2-1b
+	Seed   uint64 `yaml:"seed"`
 	// DType is the saved dtype ("": the preset's, float32 for tiny, bfloat16 otherwise).
-	DType string
+	DType string `yaml:"-"`
 	// Widths that replace the preset's; 0 keeps it. HeadDim 0 with a new HiddenSize or
 	// NumAttentionHeads is hidden/heads.
-	HiddenSize, IntermediateSize, NumHiddenLayers, NumAttentionHeads, NumKeyValueHeads, HeadDim int
+	HiddenSize        int `yaml:"hidden_size"`
+	IntermediateSize  int `yaml:"intermediate_size"`
+	NumHiddenLayers   int `yaml:"num_hidden_layers"`
+	NumAttentionHeads int `yaml:"num_attention_heads"`
+	NumKeyValueHeads  int `yaml:"num_key_value_heads"`
+	HeadDim           int `yaml:"head_dim"`
 	// RopeTheta replaces the architecture's RoPE base (0 keeps it). Small models with short head
 	// dimensions learn position-dependent attention (copying) faster with a smaller base such as
 	// 10000: the architectures' 500000 or 1000000 leave few rotation frequencies that vary over a
 	// few hundred tokens.
-	RopeTheta float64
+	RopeTheta float64 `yaml:"rope_theta"`
 }
-
-// FieldError is a bad field of a Spec, naming it (arch, preset, dtype, or a width by its
-// config.json name).
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
 
 // Check names the first bad field of s: an unknown architecture or preset, a width below 0 or
-// above what the model loader supports (a FieldError), or widths that do not make a model
+// above what the model loader supports (a setting.KeyError naming it init.FIELD, the init:
+// section's key, or init.dtype), or widths that do not make a model
 // together (heads that do not divide, an odd head_dim), before anything is written or loaded.
 func (s Spec) Check() error {
 	switch {
 	case !slices.Contains(Architectures, s.Arch):
-		return &FieldError{"arch", fmt.Errorf("unknown architecture %q (%s)", s.Arch, strings.Join(Architectures, ", "))}
+		return setting.Errorf("init.arch", "unknown architecture %q (%s)", s.Arch, strings.Join(Architectures, ", "))
 	case !slices.Contains(model.PresetNames(), s.Preset):
-		return &FieldError{"preset", fmt.Errorf("unknown preset %q (%s)", s.Preset, strings.Join(model.PresetNames(), ", "))}
+		return setting.Errorf("init.preset", "unknown preset %q (%s)", s.Preset, strings.Join(model.PresetNames(), ", "))
 	}
 	for _, f := range []struct {
 		name string
@@ -61,17 +58,17 @@ func (s Spec) Check() error {
 		limit, _ := model.SizeLimit(f.name)
 		switch {
 		case f.v < 0:
-			return &FieldError{f.name, fmt.Errorf("%d: must be at least 0 (0 keeps the preset's)", f.v)}
+			return setting.Errorf("init."+f.name, "%d: must be at least 0 (0 keeps the preset's)", f.v)
 		case f.v > limit:
-			return &FieldError{f.name, fmt.Errorf("%d: larger than this program supports (at most %d)", f.v, limit)}
+			return setting.Errorf("init."+f.name, "%d: larger than this program supports (at most %d)", f.v, limit)
 		}
 	}
 	if s.RopeTheta < 0 {
-		return &FieldError{"rope_theta", fmt.Errorf("%g: must be at least 0 (0 keeps the architecture's)", s.RopeTheta)}
+		return setting.Errorf("init.rope_theta", "%g: must be at least 0 (0 keeps the architecture's)", s.RopeTheta)
 	}
 	if s.DType != "" {
 		if _, err := model.ParseDType(s.DType); err != nil {
-			return &FieldError{"dtype", err}
+			return &setting.KeyError{Key: "init.dtype", Err: err}
 		}
 	}
 	// The widths together: the vocabulary does not matter to them, and the tiny preset takes its
