@@ -8,6 +8,7 @@ import (
 
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/grpo/shard"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -42,7 +43,8 @@ import (
 // Checkpoints, logs, reports and export are the caller's, written by the main rank (IsMain);
 // State is a collective under ZeRO-1 and must then be called on every rank.
 
-// DistConfig is data parallelism's settings.
+// DistConfig is data parallelism's settings: a run's dist: section (its keys the yaml names
+// below), which applies when the run has several processes.
 type DistConfig struct {
 	// Stage is the ZeRO stage of the policy's training. StageZeRO1 shards the optimizer state
 	// (float32 master weights and AdamW moments) across the training ranks: gradients are
@@ -51,19 +53,51 @@ type DistConfig struct {
 	// after every backward pass into the float32 shard, never accumulated whole across
 	// micro-batches. StageZeRO3 also shards the weights in the update: a unit's are gathered
 	// for its forward and again for its (checkpointed) backward, the whole policy for generation
-	// (grpo/shard).
-	Stage memplan.Stage
+	// (grpo/shard). DeepSpeed's zero_optimization.stage.
+	Stage memplan.Stage `yaml:"zero_stage"`
 	// BucketBytes is the size of a gradient bucket (0: torch.DefaultBucketBytes, DDP's 25 MB).
-	BucketBytes int64
+	BucketBytes int64 `yaml:"-"`
 	// Overlap starts each bucket's all-reduce during the last backward pass of a mini-batch, as
 	// soon as its gradients are ready (plain data parallelism only).
-	Overlap bool
+	Overlap bool `yaml:"overlap"`
 	// RolloutRanks is the number of ranks (the last ones) that only generate, one batch ahead of
 	// the others, which only train: rollout ahead of training. 0: every rank does both.
-	RolloutRanks int
-	// Timeout bounds the collectives of the groups made here (the trainers' group with rollout
-	// ahead; 0: the process group's).
-	Timeout time.Duration
+	RolloutRanks int `yaml:"rollout_ranks"`
+	// Timeout bounds rendezvous and every collective: a rank that died or hangs makes the others
+	// stop with an error naming it within this time (0: the process group's, 30 minutes).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Validate names the first bad setting by its key (dist.*, a setting.KeyError).
+func (c DistConfig) Validate() error {
+	err := setting.Check(setting.In("dist.zero_stage", int(c.Stage), int(memplan.StageDP), int(memplan.StageZeRO3)),
+		setting.In("dist.rollout_ranks", c.RolloutRanks, 0, setting.MaxCount), setting.AtLeast("dist.timeout", c.Timeout, 0),
+		setting.AtLeast("dist.bucket_bytes", c.BucketBytes, 0))
+	if err == nil && c.RolloutRanks > 0 && c.Stage != memplan.StageDP {
+		return setting.Errorf("dist.rollout_ranks", "%d rollout ranks with ZeRO stage %d: the rollout ranks would need every shard; set dist.zero_stage 0",
+			c.RolloutRanks, int(c.Stage))
+	}
+	return err
+}
+
+// ValidateDist checks d (DistConfig.Validate) and what data parallelism with d needs of c:
+// ZeRO-3 gathers each layer again for its backward pass (gradient checkpointing); rollout ahead
+// trains one step off-policy (importance sampling) and cannot sample dynamically.
+func (c *Config) ValidateDist(d DistConfig) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case d.Stage == memplan.StageZeRO3 && !c.Update.Checkpoint:
+		return setting.Errorf("dist.zero_stage", "3: ZeRO-3 gathers each layer again for its backward pass: set update.gradient_checkpointing")
+	case d.RolloutRanks > 0 && c.DAPO.DynamicSampling:
+		return setting.Errorf("dist.rollout_ranks", "%d: rollout ahead does not support dapo.dynamic_sampling (the rollout ranks would need every rank's rewards)",
+			d.RolloutRanks)
+	case d.RolloutRanks > 0 && !c.Loss.IS.on():
+		return setting.Errorf("dist.rollout_ranks", "%d: rollout ahead trains one step off-policy: set loss.is (importance sampling), e.g. %s",
+			d.RolloutRanks, ISTokenTruncate)
+	}
+	return nil
 }
 
 // Dist is a trainer's place in data-parallel training. The nil *Dist is a single process: every
@@ -80,12 +114,8 @@ func NewDist(pg *torch.ProcessGroup, c DistConfig) (*Dist, error) {
 	if pg == nil {
 		return nil, fmt.Errorf("grpo: dist: no process group")
 	}
-	if c.BucketBytes < 0 || c.RolloutRanks < 0 || c.Timeout < 0 {
-		return nil, fmt.Errorf("grpo: dist: bucket_bytes %d, rollout_ranks %d and timeout %v must be >= 0",
-			c.BucketBytes, c.RolloutRanks, c.Timeout)
-	}
-	if c.Stage < memplan.StageDP || c.Stage > memplan.StageZeRO3 {
-		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d: want 0 to 3", c.Stage)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("grpo: dist: %w", err)
 	}
 	d := &Dist{pg: pg, train: pg, cfg: c}
 	if c.RolloutRanks == 0 {
@@ -93,9 +123,6 @@ func NewDist(pg *torch.ProcessGroup, c DistConfig) (*Dist, error) {
 	}
 	if c.RolloutRanks >= pg.Size() {
 		return nil, fmt.Errorf("grpo: dist: %d rollout ranks leave no rank to train (world size %d)", c.RolloutRanks, pg.Size())
-	}
-	if c.Stage != memplan.StageDP {
-		return nil, fmt.Errorf("grpo: dist: ZeRO stage %d with rollout ahead is not supported: the rollout ranks would need every shard", c.Stage)
 	}
 	trainers := make([]int, pg.Size()-c.RolloutRanks)
 	for i := range trainers {
@@ -184,20 +211,13 @@ func span(n, parts, k int) (lo, hi int) {
 	return k * n / parts, (k + 1) * n / parts
 }
 
-// check refuses what data parallelism does not support with cfg.
+// check refuses what data parallelism does not support with cfg (Config.ValidateDist).
 func (d *Dist) check(cfg Config) error {
-	if d != nil && d.cfg.Stage == memplan.StageZeRO3 && !cfg.Update.Checkpoint {
-		return &KeyError{Key: "update.gradient_checkpointing",
-			Err: fmt.Errorf("grpo: dist: ZeRO-3 gathers each layer again for its backward: set update.gradient_checkpointing")}
-	}
-	if !d.ahead() {
+	if d == nil {
 		return nil
 	}
-	switch {
-	case cfg.DAPO.DynamicSampling:
-		return fmt.Errorf("grpo: dist: rollout ahead does not support dapo.dynamic_sampling (the rollout ranks would need every rank's rewards)")
-	case !cfg.Loss.IS.on():
-		return fmt.Errorf("grpo: dist: rollout ahead trains one step off-policy: set loss.is (importance sampling), e.g. %s", ISTokenTruncate)
+	if err := cfg.ValidateDist(d.cfg); err != nil {
+		return fmt.Errorf("grpo: dist: %w", err)
 	}
 	return nil
 }

@@ -1,9 +1,13 @@
 package grpo
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
@@ -69,5 +73,38 @@ func TestForSFT(t *testing.T) {
 	}
 	if c.Optim.LR != Defaults().Optim.LR || !c.NeedsCritic() {
 		t.Errorf("ForSFT changed the run's configuration")
+	}
+}
+
+// The dist: section's ranges and what data parallelism needs of the rest, by key.
+func TestDistSection(t *testing.T) {
+	keyOf := func(err error) string {
+		if ke, ok := setting.As(err); ok {
+			return ke.Key + ": " + ke.Err.Error()
+		}
+		return fmt.Sprint(err)
+	}
+	c := Defaults()
+	withIS := Defaults()
+	withIS.Loss.IS = ISTokenTruncate
+	dynamic := withIS
+	dynamic.DAPO.DynamicSampling = true
+	for _, tc := range []struct {
+		c    Config
+		d    DistConfig
+		want string
+	}{
+		{c, DistConfig{}, "<nil>"},
+		{c, DistConfig{Stage: 4}, "dist.zero_stage: 4: must be at most 3"},
+		{c, DistConfig{Stage: memplan.StageZeRO2, RolloutRanks: 1}, "dist.rollout_ranks: 1 rollout ranks with ZeRO stage 2"},
+		{c, DistConfig{Stage: memplan.StageZeRO3}, "dist.zero_stage: 3: ZeRO-3 gathers each layer again"},
+		{c, DistConfig{RolloutRanks: 1}, "dist.rollout_ranks: 1: rollout ahead trains one step off-policy"},
+		{withIS, DistConfig{RolloutRanks: 1}, "<nil>"},
+		{dynamic, DistConfig{RolloutRanks: 1}, "dist.rollout_ranks: 1: rollout ahead does not support dapo.dynamic_sampling"},
+		{c, DistConfig{Timeout: -time.Second}, "dist.timeout: -1s: must be at least 0s"},
+	} {
+		if got := keyOf(tc.c.ValidateDist(tc.d)); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%+v: %s, want %s", tc.d, got, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
@@ -149,8 +150,8 @@ func Demonstrations(ctx context.Context, tok *tokenizer.Tokenizer, envs *env.Env
 func CheckDemonstrable(r RolloutConfig) error {
 	switch r.Condenser.(type) {
 	case rollout.Summary, *rollout.Summary:
-		return &KeyError{Key: "rollout.condenser.type", Err: fmt.Errorf(
-			"summary: the warm-up's demonstrators write no summaries; use last_n, token_budget or the full history with sft.steps > 0")}
+		return setting.Errorf("rollout.condenser.type",
+			"summary: the warm-up's demonstrators write no summaries; use last_n, token_budget or the full history with sft.steps > 0")
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"plan", "--model", tinyModel(t), "--dtype", "bogus"}, `--dtype: dtype: "bogus" is not a model dtype`, true},
 		{[]string{"plan", "init.arch=qwen2", "init.preset=tiny", "init.num_hidden_layers=5000"}, "argument: init.num_hidden_layers: 5000: larger than this program supports (at most 1024)", true},
 		{[]string{"plan", "init.arch=qwen2", "init.preset=tiny", "init.num_attention_heads=3"}, "argument: init: qwen2/tiny with the given widths: num_attention_heads (3) must be a multiple of num_key_value_heads (2)", true},
-		{[]string{"plan", "--model", tinyModel(t), "--nproc", "2", "dist.rollout_ranks=2"}, "(--nproc 2) leave no rank to train", true},
+		{[]string{"plan", "--model", tinyModel(t), "--nproc", "2", "dist.rollout_ranks=2", "loss.is=token_truncate"}, "(--nproc 2) leave no rank to train", true},
 		{[]string{"generate", "--model", dir, "--prompt", "x", "--dtype", "int8"}, `--dtype: "int8" is not a model dtype`, true},
 		{[]string{"bench", "--rounds", "0"}, "--rounds 0: must be at least 1", true},
 		{[]string{"bench", "--settings", "2"}, `--settings "2": want INTRA,BLAS`, true},

@@ -55,8 +55,7 @@ func joinRun(l launch.Launch, cfg *config.Config) (*grpo.Dist, func(), error) {
 			os.Exit(1)
 		}
 	}()
-	d, err := grpo.NewDist(pg, grpo.DistConfig{Stage: cfg.ZeROStage(), Overlap: cfg.Dist.Overlap,
-		RolloutRanks: cfg.Dist.RolloutRanks, Timeout: cfg.Dist.Timeout})
+	d, err := grpo.NewDist(pg, cfg.DistSettings())
 	if err != nil {
 		wd.Stop()
 		pg.Close()

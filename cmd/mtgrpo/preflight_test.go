@@ -56,8 +56,10 @@ func TestPreflight(t *testing.T) {
 		{nil, []string{"--dtype", "float8"}, `--dtype: dtype: "float8" is not a model dtype (float32, bfloat16, float16)`},
 		{nil, []string{"--model", "", "--set", "init.arch=qwen2", "--set", "init.preset=tiny", "--set", "init.hidden_size=100000"},
 			"--set: init.hidden_size: 100000: larger than this program supports (at most 65536)"},
-		{nil, []string{"--nproc", "2", "--set", "dist.rollout_ranks=2"}, "dist.rollout_ranks: 2 rollout rank(s) with 2 process(es) (--nproc 2) leave no rank to train: at most 1"},
-		{nil, []string{"--set", "dist.rollout_ranks=1"}, "1 rollout rank(s) with 1 process(es) (one process) leave no rank to train"},
+		{nil, []string{"--nproc", "2", "--set", "dist.rollout_ranks=2", "--set", "loss.is=token_truncate"}, "dist.rollout_ranks: 2 rollout rank(s) with 2 process(es) (--nproc 2) leave no rank to train: at most 1"},
+		{nil, []string{"--set", "dist.rollout_ranks=1", "--set", "loss.is=token_truncate"}, "1 rollout rank(s) with 1 process(es) (one process) leave no rank to train"},
+		// Rollout ahead trains one step off-policy: without importance sampling it is refused first.
+		{nil, []string{"--nproc", "2", "--set", "dist.rollout_ranks=1"}, "dist.rollout_ranks: 1: rollout ahead trains one step off-policy: set loss.is"},
 	} {
 		if c.want == "" {
 			continue

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"time"
-
 	"github.com/mtgrpo/mtgrpo/cmd/internal/modelinit"
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/env/agent"
@@ -72,23 +70,13 @@ type Config struct {
 	layouts map[string]string
 }
 
-// DistConfig is data-parallel training's settings (docs/distributed.md); they apply when the
-// run has several processes (torchrun, srun, --nproc).
+// DistConfig is data-parallel training's settings (grpo.DistConfig, its keys inlined;
+// docs/distributed.md) and dist.zero1, the older spelling of zero_stage 1. They apply when the run
+// has several processes (torchrun, srun, --nproc).
 type DistConfig struct {
-	// ZeroStage is the ZeRO stage (DeepSpeed's zero_optimization.stage): 0 plain data
-	// parallelism, 1 the float32 master weights and AdamW moments sharded across the ranks, 2 the
-	// gradients too, 3 the weights too in training (docs/distributed.md).
-	ZeroStage int `yaml:"zero_stage"`
+	grpo.DistConfig `yaml:",inline"`
 	// Zero1 true is zero_stage 1 (an older spelling).
 	Zero1 bool `yaml:"zero1"`
-	// RolloutRanks is the number of ranks (the last ones) that only generate, one batch ahead of
-	// the ranks that train (0: every rank does both).
-	RolloutRanks int `yaml:"rollout_ranks"`
-	// Overlap starts gradient all-reduces during the backward pass.
-	Overlap bool `yaml:"overlap"`
-	// Timeout bounds rendezvous and every collective: a rank that died or hangs makes the others
-	// stop with an error naming it within this time (0: 30 minutes).
-	Timeout time.Duration `yaml:"timeout"`
 }
 
 // EnvConfig selects the environment and configures it: env.Config's keys (max_turns,

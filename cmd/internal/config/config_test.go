@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
@@ -233,7 +234,14 @@ func TestGPUs(t *testing.T) {
 
 func reflectValue(c *Config) reflect.Value { return reflect.ValueOf(c).Elem() }
 
-func fmtValue(v reflect.Value) string { return fmt.Sprint(v.Interface()) }
+// fmtValue is a value as the configuration writes it: a named integer (a ZeRO stage) as its
+// number, not its String.
+func fmtValue(v reflect.Value) string {
+	if v.CanInt() && v.Type() != reflect.TypeOf(time.Duration(0)) {
+		return strconv.FormatInt(v.Int(), 10)
+	}
+	return fmt.Sprint(v.Interface())
+}
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
@@ -276,7 +284,11 @@ func TestZeROStage(t *testing.T) {
 		over  []Override
 		parts []string
 	}{
-		{[]Override{set("dist.zero_stage", "4")}, []string{"dist.zero_stage", "4: want 0, 1, 2 or 3"}},
+		{[]Override{set("dist.zero_stage", "4")}, []string{"dist.zero_stage", "4: must be at most 3"}},
+		{[]Override{set("dist.rollout_ranks", "1")}, []string{"dist.rollout_ranks", "1: rollout ahead trains one step off-policy: set loss.is"}},
+		{[]Override{set("dist.rollout_ranks", "1"), set("loss.is", "token_truncate"), set("dapo.dynamic_sampling", "true")},
+			[]string{"dist.rollout_ranks", "does not support dapo.dynamic_sampling"}},
+		{[]Override{set("dist.timeout", "-1s")}, []string{"dist.timeout", "-1s: must be at least 0s"}},
 		{[]Override{set("dist.zero_stage", "2"), set("dist.zero1", "true")}, []string{"dist.zero1", "dist.zero_stage is 2"}},
 		{[]Override{set("dist.zero_stage", "3")}, []string{"dist.zero_stage", "set update.gradient_checkpointing"}},
 		{[]Override{set("dist.zero_stage", "2"), set("dist.rollout_ranks", "1")}, []string{"dist.rollout_ranks", "ZeRO stage 2"}},

@@ -13,10 +13,17 @@ func (c *Config) Condenser() (rollout.Condenser, error) { return c.Rollout.Conde
 
 // ZeROStage is the ZeRO stage the run shards with: dist.zero_stage, or 1 for dist.zero1 true.
 func (c *Config) ZeROStage() memplan.Stage {
-	if c.Dist.Zero1 && c.Dist.ZeroStage == 0 {
+	if c.Dist.Zero1 && c.Dist.Stage == memplan.StageDP {
 		return memplan.StageZeRO1
 	}
-	return memplan.Stage(c.Dist.ZeroStage)
+	return c.Dist.Stage
+}
+
+// DistSettings is data parallelism's settings: the dist section with dist.zero1 as its stage.
+func (c *Config) DistSettings() grpo.DistConfig {
+	d := c.Dist.DistConfig
+	d.Stage = c.ZeROStage()
+	return d
 }
 
 // MaxLen is the KV-cache length of one sequence: rollout.max_len, else the longest context plus

@@ -191,24 +191,17 @@ func (c *Config) validateCombined() error {
 	return nil
 }
 
-// validateDist checks the ZeRO stage: one of those that run, given once (dist.zero1 is stage 1),
-// and what it needs.
+// validateDist checks the dist section: the stage given once (dist.zero1 is stage 1), then the
+// trainer's checks of data parallelism (grpo.Config.ValidateDist).
 func (c *Config) validateDist() error {
-	d := c.Dist
-	switch st := memplan.Stage(d.ZeroStage); {
-	case st < memplan.StageDP || st > memplan.StageZeRO3:
-		return c.bad("dist.zero_stage", "%d: want 0, 1, 2 or 3", d.ZeroStage)
-	case d.Zero1 && st != memplan.StageDP && st != memplan.StageZeRO1:
-		return c.bad("dist.zero1", "true is zero_stage 1, but dist.zero_stage is %d: set only dist.zero_stage", d.ZeroStage)
-	case st == memplan.StageZeRO3 && !c.Update.Checkpoint:
-		return c.bad("dist.zero_stage", "stage 3 gathers each layer again for its backward pass: set update.gradient_checkpointing")
-	case d.RolloutRanks < 0 || d.RolloutRanks > setting.MaxCount:
-		return c.check(setting.In("dist.rollout_ranks", d.RolloutRanks, 0, setting.MaxCount))
-	case c.ZeROStage() != memplan.StageDP && d.RolloutRanks > 0:
-		return c.bad("dist.rollout_ranks", "%d rollout ranks with ZeRO stage %d: the rollout ranks would need every shard; set dist.zero_stage 0",
-			d.RolloutRanks, c.ZeROStage())
+	if st := c.Dist.Stage; c.Dist.Zero1 && st != memplan.StageDP && st != memplan.StageZeRO1 {
+		return c.bad("dist.zero1", "true is zero_stage 1, but dist.zero_stage is %d: set only dist.zero_stage", int(st))
 	}
-	return nil
+	g, err := c.Trainer()
+	if err != nil {
+		return nil // validateTrainer reports it
+	}
+	return c.place(g.ValidateDist(c.DistSettings()))
 }
 
 // CheckWorld checks dist.rollout_ranks against the processes the run has (world, from what
