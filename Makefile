@@ -36,10 +36,20 @@ build: $(SHIM)
 # on the CPU, so dtype bugs show up without a GPU (tolerances are stated beside each comparison).
 BF16_PKGS := ./model ./rollout ./grpo
 
+# The packages that do not link libtorch (env, tokenizer, grpo/algo, grpo/memplan, internal/...,
+# ...): make test builds and tests them with cgo off, as on a machine without libtorch or a C
+# compiler; the others (TORCH_PKGS) link the shim. Computed from the imports, so a package that
+# starts importing torch moves by itself.
+PKG_KINDS = $(shell $(GO) list -f '{{$$t := "pure"}}{{range .Deps}}{{if eq . "github.com/mtgrpo/mtgrpo/torch"}}{{$$t = "torch"}}{{end}}{{end}}{{if eq .ImportPath "github.com/mtgrpo/mtgrpo/torch"}}{{$$t = "torch"}}{{end}}{{$$t}}:{{.ImportPath}}' ./...)
+PURE_PKGS = $(patsubst pure:%,%,$(filter pure:%,$(PKG_KINDS)))
+TORCH_PKGS = $(patsubst torch:%,%,$(filter torch:%,$(PKG_KINDS)))
+
 test: $(SHIM) $(TEST_STAMP) test-scripts
 	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build $(PURE_PKGS)
 	scripts/gpu/run.sh --dry-run build/gpu-dry
-	$(GO) test -count=1 -timeout 60m ./...
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 30m $(PURE_PKGS)
+	$(GO) test -count=1 -timeout 60m $(TORCH_PKGS)
 	MTGRPO_TEST_DTYPE=bfloat16 $(GO) test -count=1 -timeout 30m $(BF16_PKGS)
 
 # test-scripts: the decisions of scripts/libtorch.sh (fake Debian trees, fake PyTorch packages).
