@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 )
 
@@ -20,16 +26,28 @@ import (
 //
 // Fixed seeds and one thread: the run is the same from run to run on one machine.
 // docs/bench/learning.md has the figures on several seeds.
+//
+// With MTGRPO_DEMO_RUN set to the run directory of a finished `make demo` (`mtgrpo demo`) of this
+// checkout, the test checks that run's evaluations instead of training the recipe a second time:
+// the demo is this recipe run 20 RL steps further, evaluated at the same steps, so its first 30
+// RL steps are this test's run. check-fresh runs `make demo` then `make test` in one fresh root and
+// sets it (docs/setup.md). The run must have been made from the recipe (its config.yaml, save for
+// where and how often it writes and how long it runs) after the last change to the sources.
 func TestDemoRecipeLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for several minutes")
 	}
-	dir := filepath.Join(t.TempDir(), "run")
-	args := []string{"train", "--config", "../../configs/demo.yaml", "--run-dir", dir, "--threads", "1",
-		"--set", "train.checkpoint_every=0", "--set", "train.report=false",
-		"--set", "train.export=false", "--set", "train.samples=0", "--set", "train.steps=30"}
-	if err := run(args); err != nil {
-		t.Fatal(err)
+	dir := os.Getenv("MTGRPO_DEMO_RUN")
+	if dir != "" {
+		checkDemoRun(t, dir)
+	} else {
+		dir = filepath.Join(t.TempDir(), "run")
+		args := []string{"train", "--config", "../../configs/demo.yaml", "--run-dir", dir, "--threads", "1",
+			"--set", "train.checkpoint_every=0", "--set", "train.report=false",
+			"--set", "train.export=false", "--set", "train.samples=0", "--set", "train.steps=30"}
+		if err := run(args); err != nil {
+			t.Fatal(err)
+		}
 	}
 	recs, err := rundir.ReadMetrics(dir)
 	if err != nil {
@@ -73,4 +91,52 @@ func TestDemoRecipeLearns(t *testing.T) {
 	if !(score[end] >= score[sft]+0.02) {
 		t.Errorf("held-out score %.3f after the warm-up, %.3f after GRPO: want a rise of 0.02 at least", score[sft], score[end])
 	}
+}
+
+// checkDemoRun fails unless dir holds a run of the demo's recipe made after the last change to
+// the sources: its configuration is configs/demo.yaml's but for where and how often it writes and
+// how long it runs, and no source file is newer than its start (config.yaml).
+func checkDemoRun(t *testing.T, dir string) {
+	t.Helper()
+	saved := filepath.Join(dir, "config.yaml")
+	got, err := config.ReadSaved(saved)
+	if err != nil {
+		t.Fatalf("MTGRPO_DEMO_RUN: %v", err)
+	}
+	want, err := config.ResolveUnchecked(config.Sources{Files: []string{"../../configs/demo.yaml"},
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := []string{"run_dir", "train.steps", "train.checkpoint_every", "train.keep_checkpoints", "train.report",
+		"train.export", "train.samples"}
+	for _, d := range config.Diff(want, got) {
+		if !slices.Contains(free, strings.SplitN(d, ":", 2)[0]) {
+			t.Fatalf("MTGRPO_DEMO_RUN=%s is not a run of configs/demo.yaml: %s", dir, d)
+		}
+	}
+	st, err := os.Stat(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := []string{"runs", "build", "bin", "third_party"}
+	err = filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "../.." && (strings.HasPrefix(d.Name(), ".") || slices.Contains(skip, d.Name())) {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".yaml", ".cpp", ".h":
+			if fi, err := d.Info(); err == nil && fi.ModTime().After(st.ModTime()) {
+				return fmt.Errorf("%s changed after the run started", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("MTGRPO_DEMO_RUN=%s is older than the sources (run make demo again, or unset it): %v", dir, err)
+	}
+	t.Logf("checking the evaluations of %s, a run of the demo", dir)
 }
