@@ -196,7 +196,7 @@ func TestInitRopeTheta(t *testing.T) {
 		t.Fatalf("config.json rope_theta %v (%v), want 10000 (qwen2's own is 1000000)", cfg.RopeTheta, err)
 	}
 	err := run([]string{"init", "--out", filepath.Join(t.TempDir(), "n"), "--rope-theta", "-1"})
-	if err == nil || !strings.Contains(err.Error(), "rope_theta") {
+	if err == nil || !strings.Contains(err.Error(), "--rope-theta: -1: must be at least 0") {
 		t.Fatalf("negative rope theta: %v", err)
 	}
 }
