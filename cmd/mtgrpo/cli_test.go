@@ -120,6 +120,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"data", "gen", "--task", "countdown", "--set", "env.digits=2", "--out", file}, "env.digits: does not shape generated countdown rows (no setting does)", true},
 		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.max_number=5", "--out", file}, "--set: env.max_number: 5: want 10 to 10000", true},
 		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.max_number=x", "--out", file}, "env.max_number", true},
+		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.max_number=20.5", "--out", file}, `--set: env.max_number: want an integer, got "20.5"`, true},
 		{[]string{"data", "gen", "--task", "gsm8k", "--set", "env.max_number", "--out", file}, "want key=value", true},
 		{[]string{"data", "check"}, "want one file", true},
 		{[]string{"data", "check", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl", false},

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -93,5 +96,53 @@ func TestConfigFileBoundedAndOneDocument(t *testing.T) {
 	f = writeYAML(t, "---\nrollout:\n  tasks: 2\n...\n")
 	if c, err := Resolve(Sources{Files: []string{f}, LookupEnv: noEnv, Overrides: withModel}); err != nil || c.Rollout.Tasks != 2 {
 		t.Errorf("one document with markers: %v", err)
+	}
+}
+
+// An integer key takes an integer, or a number with no fractional part (2.0 is 2, 1e2 is 100),
+// from every source alike — a file, KEY=VALUE, an environment variable, a foreign key — and
+// refuses a fraction by name instead of truncating it (rollout.group 1.9 would be 1, and every
+// GRPO advantage 0; train.steps 0.5 would be 0, "run by epochs").
+func TestIntegerKeysRefuseFractions(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	os.WriteFile(file, []byte("rollout:\n  group: 1.9\n"), 0o644)
+	env := func(kv map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+	}
+	for _, c := range []struct {
+		src  Sources
+		want string
+	}{
+		{Sources{Files: []string{file}}, file + ":2: rollout.group: want an integer, got \"1.9\": a fraction is not rounded (write 1 or 2)"},
+		{Sources{Overrides: []Override{{Key: "rollout.group", Value: "1.9", Where: "--set"}}}, "--set: rollout.group: want an integer, got \"1.9\""},
+		{Sources{Overrides: []Override{{Key: "train.steps", Value: "0.5", Where: "argument"}}}, "argument: train.steps: want an integer, got \"0.5\""},
+		{Sources{Overrides: []Override{{Key: "dist.zero_stage", Value: "2.5", Where: "--set"}}}, "--set: dist.zero_stage: want an integer, got \"2.5\""},
+		{Sources{LookupEnv: env(map[string]string{"STEPS": "0.5"})}, "$STEPS: train.steps: want an integer, got \"0.5\""},
+		{Sources{LookupEnv: env(map[string]string{"BATCH_SIZE": "1e30"})}, "$BATCH_SIZE: rollout.tasks: \"1e30\": out of the integer range"},
+		// Foreign keys: verl's rollout n and its mini-batch (a Derived key, divided later).
+		{Sources{Overrides: []Override{{Key: "actor_rollout_ref.rollout.n", Value: "4.5", Where: "argument"}}}, "actor_rollout_ref.rollout.n (rollout.group): want an integer, got \"4.5\""},
+		{Sources{Overrides: []Override{{Key: "actor_rollout_ref.actor.ppo_mini_batch_size", Value: "0.5", Where: "argument"}}},
+			"argument: actor_rollout_ref.actor.ppo_mini_batch_size: want an integer from 1 to 1048576, got \"0.5\""},
+	} {
+		c.src.Overrides = append(append([]Override{}, withModel...), c.src.Overrides...)
+		if c.src.LookupEnv == nil {
+			c.src.LookupEnv = noEnv
+		}
+		if _, err := Resolve(c.src); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v\nwant %s", err, c.want)
+		}
+	}
+	// A whole number written as a float is that integer, wherever it comes from.
+	os.WriteFile(file, []byte("rollout:\n  group: 2.0\n"), 0o644)
+	cfg, err := Resolve(Sources{Files: []string{file}, LookupEnv: env(map[string]string{"STEPS": "1e2"}),
+		Overrides: append(append([]Override{}, withModel...), Override{Key: "actor_rollout_ref.actor.ppo_epochs", Value: "3.0", Where: "argument"},
+			Override{Key: "data.train_batch_size", Value: "8.0", Where: "argument"}, Override{Key: "actor_rollout_ref.actor.ppo_mini_batch_size", Value: "4.0", Where: "argument"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Rollout.GroupSize != 2 || cfg.Train.Steps != 100 || cfg.Update.Epochs != 3 || cfg.Rollout.Tasks != 8 || cfg.Update.MiniBatches != 2 {
+		t.Errorf("group %d steps %d epochs %d tasks %d mini-batches %d; want 2, 100, 3, 8, 2", cfg.Rollout.GroupSize, cfg.Train.Steps,
+			cfg.Update.Epochs, cfg.Rollout.Tasks, cfg.Update.MiniBatches)
 	}
 }

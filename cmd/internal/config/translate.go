@@ -3,13 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/mtgrpo/mtgrpo/internal/bounded"
 )
 
 // Errors are several configuration errors, reported together (every bad key of every source).
@@ -61,8 +58,6 @@ func (d *decoder) entry(path string, k, v *yaml.Node, foreignOnly bool) error {
 			return d.fail(v, path, "unknown preset %q (%s)", v.Value, strings.Join(PresetNames(), ", "))
 		}
 		return nil
-	case "defaults":
-		return d.hydraDefaults(k, v)
 	}
 	if r, ok := lookupForeign(path); ok {
 		return d.foreign(r, path, k, v)
@@ -158,36 +153,6 @@ func (d *decoder) foreign(r foreignRow, path string, k, v *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-// hydraDefaults applies a Hydra defaults list: each entry names a configuration beside this file
-// (NAME.yaml), applied where the list stands; _self_ is this file; verl's own ppo_trainer is the
-// defaults this program starts from.
-func (d *decoder) hydraDefaults(k, v *yaml.Node) error {
-	if v.Kind != yaml.SequenceNode {
-		return d.fail(v, "defaults", "want a Hydra defaults list, got %s", kindName(v))
-	}
-	var errs []error
-	for _, item := range v.Content {
-		name := deref(item).Value
-		if name == "_self_" || name == "" {
-			continue
-		}
-		p := filepath.Join(filepath.Dir(d.file), name+".yaml")
-		if d.file == "" {
-			p = name + ".yaml"
-		}
-		b, err := bounded.ReadFile(p, bounded.Small)
-		if err != nil {
-			if name == "ppo_trainer" {
-				continue // verl's base configuration: the defaults here follow it
-			}
-			errs = append(errs, d.fail(item, "defaults", "%s: %v (a defaults entry names a file beside the configuration)", p, errors.Unwrap(err)))
-			continue
-		}
-		errs = append(errs, d.c.loadYAML(p, b))
-	}
-	return joinErrors(errs)
 }
 
 // warn records a warning for the log: a key accepted without effect.

@@ -85,13 +85,14 @@ func rename(what string, m map[string]string) func(*yaml.Node) (string, error) {
 	}
 }
 
-// wholeNumber reads a count written as a float (TRL's num_train_epochs: 3.0).
+// wholeNumber reads a count written as a float (TRL's num_train_epochs: 3.0), by the rule of
+// every integer key (wholeInt).
 func wholeNumber(n *yaml.Node) (string, error) {
-	var f float64
-	if err := n.Decode(&f); err != nil || f != math.Trunc(f) || f < 0 || f > setting.MaxCount {
+	i, err := wholeInt(n)
+	if err != nil || i < 0 || i > setting.MaxCount {
 		return "", fmt.Errorf("want a whole number of epochs, got %s (fractions of an epoch: set train.steps)", shown(n))
 	}
-	return strconv.Itoa(int(f)), nil
+	return strconv.FormatInt(i, 10), nil
 }
 
 // negate translates a boolean into its opposite (verl's do_sample → eval.greedy).
@@ -99,13 +100,14 @@ func negate(n *yaml.Node) (string, error) {
 	return boolTo("false", "true")(n)
 }
 
-// positive checks an integer >= 1, for Derived keys.
+// positive checks an integer >= 1 (wholeInt: 8.0 is 8, 1.9 an error), for Derived keys, and
+// gives it as digits.
 func positive(n *yaml.Node) (string, error) {
-	var v int
-	if err := n.Decode(&v); err != nil || v < 1 || v > setting.MaxTrajectories {
+	v, err := wholeInt(n)
+	if err != nil || v < 1 || v > setting.MaxTrajectories {
 		return "", fmt.Errorf("want an integer from 1 to %d, got %s", setting.MaxTrajectories, shown(n))
 	}
-	return n.Value, nil
+	return strconv.FormatInt(v, 10), nil
 }
 
 // anyNumber checks a finite number >= 0, for Derived keys.

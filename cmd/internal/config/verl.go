@@ -13,8 +13,8 @@ var verlFamily = Family{
 	Title: "verl (ppo_trainer)",
 	Doc: "verl's `ppo_trainer` keys, in YAML or as Hydra overrides (`key=value`, `+key=value`, list values such as " +
 		"`data.train_files=\"['train.parquet']\"`); `--config-path DIR --config-name NAME` reads `DIR/NAME.yaml` " +
-		"(its Hydra `defaults:` entries are files beside it; verl's own `ppo_trainer` is where the defaults here " +
-		"come from). Keys about verl's own machinery (vLLM, FSDP, Ray, loggers) are accepted with a warning that names " +
+		"(its Hydra `defaults:` list is composed from files beside it as Hydra composes it, see \"Hydra defaults lists\" " +
+		"above; verl's own `ppo_trainer` and its choices are where the defaults here come from). Keys about verl's own machinery (vLLM, FSDP, Ray, loggers) are accepted with a warning that names " +
 		"them and why they have no effect; keys whose value cannot be honoured are refused with the reason. " +
 		"Batch sizes count prompts, as in verl: `ppo_mini_batch_size` divides `data.train_batch_size` into " +
 		"`update.mini_batches`.",

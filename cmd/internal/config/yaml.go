@@ -68,12 +68,35 @@ func (c *Config) LoadFile(path string) error {
 	return c.loadYAML(path, b)
 }
 
-// loadYAML applies one YAML document (named name in errors) to c.
+// loadYAML applies one YAML document (named name in errors) to c: with a Hydra defaults list,
+// the pieces it composes (hydra.go), in order.
 func (c *Config) loadYAML(name string, b []byte) error {
+	root, err := parseConfig(name, b)
+	if err != nil || len(root.Content) == 0 {
+		return err
+	}
+	pieces := []piece{{name, root, ""}}
+	if slices.ContainsFunc(root.Content, func(n *yaml.Node) bool { return n.Value == "defaults" }) {
+		if pieces, err = c.compose(name, root); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, p := range pieces {
+		d := &decoder{c: c, file: p.file}
+		d.walk(p.node, p.pkg, foreignOnlyAt(p.pkg))
+		errs = append(errs, d.errs...)
+	}
+	return joinErrors(errs)
+}
+
+// parseConfig reads a configuration file's one document: its top-level mapping (empty for an
+// empty file), checked for recursive anchors (checkAliases).
+func parseConfig(name string, b []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
-		return &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
+		return nil, &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
 	}
 	// A configuration is one document: a second one after "---" would be ignored by a reader that
 	// takes the first (PyYAML's safe_load refuses it too).
@@ -84,21 +107,71 @@ func (c *Config) loadYAML(name string, b []byte) error {
 			line = next.Content[0].Line
 		}
 		if err != nil {
-			return &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
+			return nil, &Error{Where: name, Err: errors.New(strings.TrimPrefix(err.Error(), "yaml: "))}
 		}
-		return &Error{Where: fmt.Sprintf("%s:%d", name, line), Err: errors.New(
+		return nil, &Error{Where: fmt.Sprintf("%s:%d", name, line), Err: errors.New(
 			`a second YAML document (after "---"): a configuration file holds one document; merge them or give a second --config file`)}
 	}
 	if len(doc.Content) == 0 {
-		return nil // an empty file sets nothing
+		return &yaml.Node{Kind: yaml.MappingNode}, nil // an empty file sets nothing
 	}
-	d := &decoder{c: c, file: name}
+	if err := checkAliases(name, doc.Content[0]); err != nil {
+		return nil, err
+	}
 	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return d.fail(root, "", "the top level must be a mapping of keys, not %s", kindName(root))
+		return nil, &Error{Where: fmt.Sprintf("%s:%d", name, root.Line), Err: fmt.Errorf("the top level must be a mapping of keys, not %s", kindName(root))}
 	}
-	d.walk(root, "", false)
-	return joinErrors(d.errs)
+	return root, nil
+}
+
+// maxAliasNodes bounds the nodes a document holds once its aliases are expanded: a few aliases
+// of aliases (a "billion laughs" document) would otherwise expand to more than memory holds.
+const maxAliasNodes = 1 << 20
+
+// checkAliases refuses an anchor whose value holds an alias to itself (&a [*a], a recursive
+// value no configuration has) and a document whose aliases expand past maxAliasNodes.
+func checkAliases(name string, root *yaml.Node) error {
+	var open []*yaml.Node
+	seen := 0
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		if seen++; seen > maxAliasNodes {
+			return &Error{Where: name, Err: fmt.Errorf("its aliases expand to more than %d values", maxAliasNodes)}
+		}
+		if n.Kind == yaml.AliasNode {
+			if slices.Contains(open, n.Alias) {
+				return &Error{Where: fmt.Sprintf("%s:%d", name, n.Line), Err: fmt.Errorf(
+					"*%s is inside the value of its own anchor &%s (line %d): a recursive value", n.Value, n.Alias.Anchor, n.Alias.Line)}
+			}
+			n = n.Alias
+		}
+		open = append(open, n)
+		defer func() { open = open[:len(open)-1] }()
+		for _, child := range n.Content {
+			if err := walk(child); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(root)
+}
+
+// foreignOnlyAt reports whether keys at prefix sit in a section of the foreign layouts only, as
+// walk would find it coming down from the top (a composed piece's package).
+func foreignOnlyAt(prefix string) bool {
+	if prefix == "" {
+		return false
+	}
+	parts := strings.Split(prefix, ".")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], ".")
+		if isForeignSection(p) && !plainSection(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // pairs calls fn for each key of a mapping, refusing duplicate keys. Errors are collected in
@@ -189,6 +262,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, key string) error {
 // leaf decodes a scalar, list or map value. A named value (an estimator, a schedule, ...)
 // decodes itself (encoding.TextUnmarshaler): its error says what it takes.
 func (d *decoder) leaf(n *yaml.Node, v reflect.Value, key string) error {
+	conv, err := integers(n, v.Type()) // 2.0 is 2; 1.9 is an error, not 1
+	if err != nil {
+		return d.fail(n, key, "%v", err)
+	}
+	n = conv
 	tmp := reflect.New(v.Type())
 	if err := n.Decode(tmp.Interface()); err != nil {
 		if _, wrongType := err.(*yaml.TypeError); !wrongType { // a named value's own error
