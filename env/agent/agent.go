@@ -6,6 +6,10 @@
 // of output, or leaves the reward to the task's environment. It is pure Go: the endpoint and the
 // episodes' bookkeeping live in rollout/serve; programs run under env/sandbox's limits.
 //
+// Or, with service: true, no program is started: agent services that run on their own (one
+// process playing many episodes, on this machine or another) call in for episodes, each with its
+// base URL and key, and finish them on the endpoint (rollout/serve's service routes).
+//
 // A run's env section:
 //
 //	env:
@@ -23,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -53,10 +58,17 @@ const (
 	FromTask RewardSource = "task"
 )
 
-// Config is the env.agent section: the program and its limits.
+// Config is the env.agent section: the program (or the service) and its limits.
 type Config struct {
 	// Command is the program and its arguments, run once per episode.
 	Command []string `yaml:"command"`
+	// Service, instead of Command, has agent services call in for episodes: each episode waits
+	// for a service to take it (POST /v1/mtgrpo/episodes/next), which plays it with the
+	// episode's key and finishes it (POST /v1/mtgrpo/finish), all within Time.
+	Service bool `yaml:"service"`
+	// ServiceKey is the key a service sends to take episodes (Authorization: Bearer KEY;
+	// required unless Listen is a loopback address).
+	ServiceKey string `yaml:"service_key"`
 	// Dir is its working directory ("": the trainer's).
 	Dir string `yaml:"dir"`
 	// Env are extra environment variables of the program (beside the trainer's own, less any
@@ -66,8 +78,9 @@ type Config struct {
 	TaskInput TaskInput `yaml:"task_input"`
 	// Reward is program (default) or task.
 	Reward RewardSource `yaml:"reward"`
-	// Time bounds an episode's program (default 10m); MaxCalls its chat calls and MaxTokens the
-	// tokens its calls sample (0: no limit).
+	// Time bounds an episode's program, or a service's episode from the moment it is offered
+	// (default 10m); MaxCalls its chat calls and MaxTokens the tokens its calls sample (0: no
+	// limit).
 	Time      time.Duration `yaml:"time"`
 	MaxCalls  int           `yaml:"max_calls"`
 	MaxTokens int           `yaml:"max_tokens"`
@@ -81,7 +94,8 @@ type Config struct {
 	// CacheSlots is how many finished calls' KV caches are kept for the next call of their
 	// conversation (0: as many as the engine has slots; each costs one slot of KV memory).
 	CacheSlots int `yaml:"cache_slots"`
-	// Listen is the endpoint's address (default 127.0.0.1:0, a free port).
+	// Listen is the endpoint's address (default 127.0.0.1:0, a free port; a service needs a
+	// port it knows).
 	Listen string `yaml:"listen"`
 	// Model is the model id the endpoint serves (default "mtgrpo").
 	Model string `yaml:"model"`
@@ -111,8 +125,15 @@ func (r *RewardSource) UnmarshalText(b []byte) error { return setting.Decode(r, 
 // Validate names every bad key (env.agent.KEY, setting.KeyError), all at once.
 func (c Config) Validate() error {
 	var errs []error
-	if len(c.Command) == 0 || c.Command[0] == "" {
-		errs = append(errs, setting.Errorf("env.agent.command", "no program: give the program and its arguments, e.g. [node, agent.mjs]"))
+	switch {
+	case c.Service && len(c.Command) > 0:
+		errs = append(errs, setting.Errorf("env.agent.command", "give a command (a program per episode) or service: true (services call in), not both"))
+	case c.Service:
+		errs = append(errs, c.validateService()...)
+	case len(c.Command) == 0 || c.Command[0] == "":
+		errs = append(errs, setting.Errorf("env.agent.command", "no program: give the program and its arguments, e.g. [node, agent.mjs], or service: true"))
+	case c.ServiceKey != "":
+		errs = append(errs, setting.Errorf("env.agent.service_key", "has no effect without service: true"))
 	}
 	if c.TaskInput != "" {
 		errs = append(errs, setting.OneOf("env.agent.task_input", c.TaskInput, []TaskInput{Stdin, File}))
@@ -134,6 +155,38 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateService checks a service's section: a port the service can be told, a key where
+// others can reach it, and none of the keys that bound a program.
+func (c Config) validateService() []error {
+	var errs []error
+	host, port, err := net.SplitHostPort(c.Listen)
+	switch {
+	case c.Listen == "":
+		errs = append(errs, setting.Errorf("env.agent.listen", "a service must know where to call: give the address, e.g. 127.0.0.1:8400"))
+	case err != nil:
+		errs = append(errs, setting.Errorf("env.agent.listen", "%q: %v", c.Listen, err))
+	case port == "0":
+		errs = append(errs, setting.Errorf("env.agent.listen", "%q: a service must know the port: give one", c.Listen))
+	case c.ServiceKey == "" && !loopback(host):
+		errs = append(errs, setting.Errorf("env.agent.service_key", "required when listen (%s) is reachable from other machines", c.Listen))
+	}
+	for key, set := range map[string]bool{"dir": c.Dir != "", "env": len(c.Env) > 0, "task_input": c.TaskInput != "",
+		"memory_mb": c.MemoryMB != 0, "processes": c.Processes != 0, "output_bytes": c.OutputBytes != 0, "helper": c.Helper != ""} {
+		if set {
+			errs = append(errs, setting.Errorf("env.agent."+key, "bounds a program, and service: true starts none"))
+		}
+	}
+	return errs
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // RewardFrom is the reward source (program when unset).
@@ -164,6 +217,15 @@ type Input struct {
 	Tools    []env.ToolSpec `json:"tools"`
 	Episode  int            `json:"episode"`
 	Group    int            `json:"group"`
+}
+
+// Episode is what a service gets for an episode: the program's Input, the endpoint's base URL
+// and the episode's key for its calls, and the seconds left of the episode's time.
+type Episode struct {
+	Input
+	BaseURL  string  `json:"base_url"`
+	APIKey   string  `json:"api_key"`
+	TimeLeft float64 `json:"time_left_s"`
 }
 
 // Outcome is what a program's run left: its result, and the reward of its last output line when

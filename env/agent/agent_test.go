@@ -18,6 +18,30 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// A service needs a port it can be told and, where others can reach the endpoint, a key; the
+// keys that bound a program are refused with it.
+func TestValidateService(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string // "" : valid
+	}{
+		{Config{Service: true, Listen: "127.0.0.1:8400"}, ""},
+		{Config{Service: true, Listen: "localhost:8400"}, ""},
+		{Config{Service: true, Listen: "0.0.0.0:8400", ServiceKey: "k"}, ""},
+		{Config{Service: true}, "agent.listen: a service must know where to call"},
+		{Config{Service: true, Listen: "127.0.0.1:0"}, "agent.listen: \"127.0.0.1:0\": a service must know the port"},
+		{Config{Service: true, Listen: "0.0.0.0:8400"}, "agent.service_key: required"},
+		{Config{Service: true, Listen: "[::1]:8400", Command: []string{"node"}}, "agent.command: give a command"},
+		{Config{Service: true, Listen: "[::1]:8400", MemoryMB: 100}, "agent.memory_mb: bounds a program"},
+		{Config{Command: []string{"node"}, ServiceKey: "k"}, "agent.service_key: has no effect"},
+	} {
+		err := c.cfg.Validate()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
 // The last output line's reward: read when it is one, refused by name when it is not a number.
 func TestLastLineReward(t *testing.T) {
 	for _, c := range []struct {

@@ -15,10 +15,11 @@ import (
 )
 
 // Agents plays episodes through agent programs (env.agent): each episode's program is started
-// with the endpoint's base URL and a key of its own, its calls are served by the engine in the
-// same batched steps as every other episode's, and the trajectory is built from its recorded
-// calls, one turn per call. A program that crashes, hangs, never calls or reports no usable
-// reward fails its episode (Trajectory.Err says why); the batch goes on.
+// with the endpoint's base URL and a key of its own (or, with env.agent.service, the episode is
+// handed to an agent service that calls in: service.go), its calls are served by the engine in
+// the same batched steps as every other episode's, and the trajectory is built from its recorded
+// calls, one turn per call. A program (or service) that crashes, hangs, never calls or reports no
+// usable reward fails its episode (Trajectory.Err says why); the batch goes on.
 type Agents struct {
 	srv      *Server
 	cache    *PrefixCache
@@ -28,9 +29,18 @@ type Agents struct {
 }
 
 // NewAgents makes the agent runner over srv, whose endpoint programs reach at baseURL (".../v1").
+// programs runs them (nil with cfg.Service, which also opens srv's service routes).
 func NewAgents(srv *Server, cache *PrefixCache, programs *sandbox.Programs, cfg agent.Config, baseURL string) (*Agents, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if !cfg.Service && programs == nil {
+		return nil, fmt.Errorf("serve: agent programs need a runner (sandbox.Programs)")
+	}
+	if cfg.Service {
+		srv.mu.Lock()
+		srv.svc = newService(cfg.ServiceKey)
+		srv.mu.Unlock()
 	}
 	return &Agents{srv: srv, cache: cache, programs: programs, cfg: cfg, baseURL: baseURL}, nil
 }
@@ -115,13 +125,31 @@ func (b *batch) episode(ctx context.Context, idx int, ep rollout.Episode) *rollo
 	tr.Start = start
 	key := NewKey()
 	sess := a.srv.Open(key, Limits{MaxCalls: a.cfg.MaxCalls, MaxTokens: a.cfg.MaxTokens}, mix(b.dc.Seed, uint64(idx)))
-	out, runErr := agent.Run(ctx, a.programs, a.cfg, agent.Input{Task: ep.Task, Messages: start.Messages, Tools: start.Tools,
-		Episode: idx, Group: ep.Group}, a.baseURL, key)
+	in := agent.Input{Task: ep.Task, Messages: start.Messages, Tools: start.Tools, Episode: idx, Group: ep.Group}
+	var (
+		out      agent.Outcome
+		runErr   error
+		finished *Reward // the service's, with its finish
+		why      string
+	)
+	if a.cfg.Service {
+		finished, why = b.playService(ctx, sess, agent.Episode{Input: in, BaseURL: a.baseURL, APIKey: key})
+	} else {
+		out, runErr = agent.Run(ctx, a.programs, a.cfg, in, a.baseURL, key)
+	}
 	a.srv.Drop(key)
 	calls := sess.Calls()
 	b.addTurns(tr, calls)
-	if why := programFailure(out, runErr, len(calls)); why != "" {
-		return fail("agent program %s: %s", a.cfg.Command[0], why)
+	who := "agent service"
+	if !a.cfg.Service {
+		who = "agent program " + a.cfg.Command[0]
+		why = programFailure(out, runErr)
+	}
+	if why == "" && len(calls) == 0 {
+		why = "made no chat completion call (is OPENAI_BASE_URL read?)" + stderrTail(out.Result.Stderr)
+	}
+	if why != "" {
+		return fail("%s: %s", who, why)
 	}
 	switch sess.Limited() {
 	case "max_calls":
@@ -129,43 +157,53 @@ func (b *batch) episode(ctx context.Context, idx int, ep rollout.Episode) *rollo
 	case "max_tokens":
 		tr.End = rollout.EndContextBudget
 	}
-	var score env.Score
-	if a.cfg.RewardFrom() == agent.FromTask {
-		if score, err = replay(ctx, ep, idx, calls); err != nil {
-			return fail("task reward: %v", err)
-		}
-	} else {
-		rw := sess.Reward()
-		switch {
-		case rw != nil && rw.Error != "":
-			return fail("the program reported an error: %s", rw.Error)
-		case rw != nil:
-			score.Reward, score.Metrics = rw.Reward, map[string]float64{}
-			for k, v := range rw.Metrics {
-				score.Metrics["reward/"+k] = v
-			}
-		case out.LineReward != nil:
-			score.Reward = *out.LineReward
-		case out.LineError != nil:
-			return fail("%v", out.LineError)
-		default:
-			return fail("reported no reward (POST $OPENAI_BASE_URL/mtgrpo/reward, or {\"reward\": r} as the last line of output)")
-		}
+	score, err := b.score(ctx, ep, idx, calls, sess, finished, out)
+	if err != nil {
+		return fail("%s: %v", who, err)
 	}
 	b.finish(tr, calls, score)
 	return tr
 }
 
+// score is the episode's reward: the task's (a replay of the calls), or the one the program or
+// service reported (with the finish, on the reward route, or on the last output line).
+func (b *batch) score(ctx context.Context, ep rollout.Episode, idx int, calls []*Call, sess *Session, finished *Reward, out agent.Outcome) (env.Score, error) {
+	var score env.Score
+	if b.a.cfg.RewardFrom() == agent.FromTask {
+		s, err := replay(ctx, ep, idx, calls)
+		if err != nil {
+			return score, fmt.Errorf("task reward: %v", err)
+		}
+		return s, nil
+	}
+	rw := finished
+	if rw == nil {
+		rw = sess.Reward()
+	}
+	switch {
+	case rw != nil && rw.Error != "":
+		return score, fmt.Errorf("reported an error: %s", rw.Error)
+	case rw != nil:
+		score.Reward, score.Metrics = rw.Reward, map[string]float64{}
+		for k, v := range rw.Metrics {
+			score.Metrics["reward/"+k] = v
+		}
+	case out.LineReward != nil:
+		score.Reward = *out.LineReward
+	case out.LineError != nil:
+		return score, out.LineError
+	case b.a.cfg.Service:
+		return score, fmt.Errorf("reported no reward (with its finish, {\"reward\": r}, or on POST $OPENAI_BASE_URL/mtgrpo/reward)")
+	default:
+		return score, fmt.Errorf("reported no reward (POST $OPENAI_BASE_URL/mtgrpo/reward, or {\"reward\": r} as the last line of output)")
+	}
+	return score, nil
+}
+
 // programFailure says why a program's run cannot be trained on ("" when it can).
-func programFailure(out agent.Outcome, err error, calls int) string {
+func programFailure(out agent.Outcome, err error) string {
 	r := out.Result
-	tail := strings.TrimSpace(r.Stderr)
-	if len(tail) > 500 {
-		tail = "…" + tail[len(tail)-500:]
-	}
-	if tail != "" {
-		tail = "; stderr: " + tail
-	}
+	tail := stderrTail(r.Stderr)
 	switch {
 	case err != nil:
 		return err.Error()
@@ -177,10 +215,20 @@ func programFailure(out agent.Outcome, err error, calls int) string {
 		return "was killed by signal " + r.Signal + tail
 	case r.ExitCode != 0:
 		return fmt.Sprintf("exited with status %d%s", r.ExitCode, tail)
-	case calls == 0:
-		return "made no chat completion call (is OPENAI_BASE_URL read?)" + tail
 	}
 	return ""
+}
+
+// stderrTail is the end of a program's stderr, for its failure's cause ("" if none).
+func stderrTail(stderr string) string {
+	tail := strings.TrimSpace(stderr)
+	if len(tail) > 500 {
+		tail = "…" + tail[len(tail)-500:]
+	}
+	if tail != "" {
+		tail = "; stderr: " + tail
+	}
+	return tail
 }
 
 // addTurns makes one trained turn per call, in the order the calls finished.

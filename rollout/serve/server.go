@@ -68,6 +68,8 @@ type Server struct {
 	sessions map[string]*Session
 	seeds    map[*Session]uint64
 	anyUsed  map[*Session]int64 // the sessions AnyKey opened, by when they were last used
+	svc      *service           // nil unless agent services call in (env.agent.service)
+	offers   map[*Session]*offer
 	clock    int64
 	created  int64
 }
@@ -87,7 +89,7 @@ func New(gen rollout.Generator, cache *PrefixCache, tok *tokenizer.Tokenizer, st
 		}
 	}
 	s := &Server{cfg: cfg, tok: tok, pump: newPump(gen, cache), maxLen: gen.MaxLen(), stops: map[int32]bool{},
-		sessions: map[string]*Session{}, seeds: map[*Session]uint64{}, anyUsed: map[*Session]int64{}, created: time.Now().Unix()}
+		sessions: map[string]*Session{}, seeds: map[*Session]uint64{}, anyUsed: map[*Session]int64{}, offers: map[*Session]*offer{}, created: time.Now().Unix()}
 	for _, id := range stops {
 		s.stops[int32(id)] = true
 	}
@@ -151,9 +153,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /v1/models/{model...}", s.model)
 	mux.HandleFunc("POST /v1/mtgrpo/reward", s.reward)
+	mux.HandleFunc("POST /v1/mtgrpo/episodes/next", s.nextEpisode)
+	mux.HandleFunc("POST /v1/mtgrpo/finish", s.finishEpisode)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Type: typeInvalid,
-			Message: fmt.Sprintf("%s %s: no such route (this server has POST /v1/chat/completions, GET /v1/models and POST /v1/mtgrpo/reward)", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("%s %s: no such route (this server has POST /v1/chat/completions, GET /v1/models, POST /v1/mtgrpo/reward, and for agent services POST /v1/mtgrpo/episodes/next and /v1/mtgrpo/finish)", r.Method, r.URL.Path)})
 	})
 	return mux
 }

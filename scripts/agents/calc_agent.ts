@@ -2,11 +2,13 @@
 // package), as any agent is: mtgrpo trains it unchanged by pointing it at its endpoint through
 // OPENAI_BASE_URL and OPENAI_API_KEY. It reads its task on stdin: {"task", "messages", "tools"}
 // (the environment's opening messages and the calculator's spec), runs the calculator itself and
-// loops until the model answers without a tool call. AGENT_STREAM=1 streams every call.
+// loops until the model answers without a tool call. AGENT_STREAM=1 streams every call. solve is
+// the loop, which calc_service.ts runs as an agent service.
 import OpenAI from "openai";
 import { readFileSync } from "node:fs";
 
 type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type Tool = OpenAI.Chat.Completions.ChatCompletionTool;
 
 // calculator evaluates + - * / and parentheses over numbers, and nothing else.
 function calculator(expression: string): string {
@@ -19,7 +21,7 @@ function calculator(expression: string): string {
 }
 
 // complete makes one call, streamed or not, and returns the assistant message.
-async function complete(client: OpenAI, messages: Message[], tools: OpenAI.Chat.Completions.ChatCompletionTool[]) {
+async function complete(client: OpenAI, messages: Message[], tools: Tool[]) {
   const request = { model: "policy", messages, tools, max_tokens: 64 };
   if (process.env.AGENT_STREAM !== "1") {
     const completion = await client.chat.completions.create(request);
@@ -29,9 +31,9 @@ async function complete(client: OpenAI, messages: Message[], tools: OpenAI.Chat.
   return (await stream.finalChatCompletion()).choices[0].message;
 }
 
-async function main() {
-  const input = JSON.parse(readFileSync(0, "utf8"));
-  const client = new OpenAI(); // reads OPENAI_BASE_URL and OPENAI_API_KEY
+// solve plays one task: calls until the model answers without a tool call (4 at most), running
+// the calculator for it, and returns the conversation.
+export async function solve(client: OpenAI, input: { messages: Message[]; tools: Tool[] }): Promise<Message[]> {
   const messages: Message[] = [...input.messages];
   for (let turn = 0; turn < 4; turn++) {
     const reply = await complete(client, messages, input.tools);
@@ -43,10 +45,19 @@ async function main() {
       messages.push({ role: "tool", tool_call_id: call.id, content: calculator(String(expression)) });
     }
   }
+  return messages;
+}
+
+async function main() {
+  const input = JSON.parse(readFileSync(0, "utf8"));
+  const client = new OpenAI(); // reads OPENAI_BASE_URL and OPENAI_API_KEY
+  const messages = await solve(client, input);
   console.log(messages.at(-1)?.content ?? "");
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -53,10 +53,12 @@ func openAgents(c *config.Config, p *setup.Policy, gen rollout.Generator, log fu
 	if err != nil {
 		return nil, fmt.Errorf("env.agent.listen %s: %w", addr, err)
 	}
-	progs, err := sandbox.NewPrograms(sandbox.ProgramConfig{Helper: a.Helper})
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("env.agent.helper: %w", err)
+	var progs *sandbox.Programs
+	if !a.Service {
+		if progs, err = sandbox.NewPrograms(sandbox.ProgramConfig{Helper: a.Helper}); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("env.agent.helper: %w", err)
+		}
 	}
 	host := ln.Addr().String()
 	if strings.HasPrefix(host, "[::]") || strings.HasPrefix(host, "0.0.0.0") {
@@ -68,7 +70,11 @@ func openAgents(c *config.Config, p *setup.Policy, gen rollout.Generator, log fu
 		return nil, err
 	}
 	go func() { _ = r.http.Serve(ln) }()
-	if log != nil {
+	switch {
+	case log == nil:
+	case a.Service:
+		log(fmt.Sprintf("agent endpoint %s: agent services take episodes at POST %s/mtgrpo/episodes/next", r.url, r.url))
+	default:
 		log(fmt.Sprintf("agent endpoint %s for %s; %s", r.url, strings.Join(a.Command, " "), progs))
 	}
 	return r, nil
