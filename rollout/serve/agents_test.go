@@ -304,3 +304,25 @@ func TestDocsShowTheTestedAgent(t *testing.T) {
 		t.Error("docs/agents.md does not show scripts/agents/calc_agent.ts as it is")
 	}
 }
+
+// The same agent on the OpenAI Agents SDK (scripts/agents/calc_agents_sdk.ts: an Agent with a
+// calculator tool, the SDK's runner, chat completions, tracing off) runs offline against the
+// endpoint and trains token-exact: every episode solved in two calls, each trained turn exactly
+// what the engine was given and sampled.
+func TestAgentsSDKAgentTrainsTokenExact(t *testing.T) {
+	needNode(t)
+	if _, err := os.Stat(filepath.Join(nodeModules, "@openai", "agents", "package.json")); err != nil {
+		t.Skip("third_party/npm/node_modules/@openai/agents is missing (run scripts/setup.sh)")
+	}
+	js, err := calcAgent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := filepath.Join(filepath.Dir(js), "calc_agents_sdk.js")
+	g := newAgentRig(t, agent.Config{Command: []string{"node", sdk}, Reward: agent.FromTask, Env: map[string]string{"NODE_PATH": nodeModules}})
+	trajs := g.play(t, multTasks(t, 2), 1, 4)
+	if len(trajs) != 2 {
+		t.Fatalf("%d trajectories, want 2", len(trajs))
+	}
+	g.checkTokenExact(t, trajs, 2)
+}
