@@ -83,6 +83,8 @@ func serveCmd(args []string) error {
 		return usagef("serve: --host %s --port %d: %v", o.host, o.port, err)
 	}
 	defer ln.Close()
+	// A model that does not read is left to the loader, which names what is wrong with it.
+	reserves, _ := addressSpaceOf(dir, o.device, o.dtype, o.slots+o.cacheSlots, o.maxLen)
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	return withTorch(*threadSpec, func() error {
@@ -98,7 +100,7 @@ func serveCmd(args []string) error {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return runServer(srv, ln, o.grace, p.Cache)
-	})
+	}, reserves...)
 }
 
 // check refuses bad flag values, each by name, before anything is loaded.
