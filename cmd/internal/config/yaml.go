@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"github.com/mtgrpo/mtgrpo/env/agent"
 	"io"
 	"reflect"
 	"slices"
@@ -359,6 +360,7 @@ var sections = map[string]bool{
 	reflect.TypeOf(rollout.CondenserConfig{}).PkgPath(): true,
 	reflect.TypeOf(modelinit.Spec{}).PkgPath():          true,
 	reflect.TypeOf(sandbox.Settings{}).PkgPath():        true,
+	reflect.TypeOf(agent.Config{}).PkgPath():            true,
 }
 
 func yamlName(f reflect.StructField) string {
