@@ -96,7 +96,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	}
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
-		Slots: cfg.Slots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
+		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
 		Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
@@ -174,8 +174,12 @@ func writePlan(w io.Writer, r memplan.Run, stages bool) error {
 	if r.Checkpointing {
 		ckpt = "on"
 	}
-	fmt.Fprintf(w, "run       %d training rank(s), ZeRO stage %s; micro-batch %d tokens, gradient checkpointing %s; KV cache %d slots × %d tokens\n",
-		r.World, r.Stage, r.MicroTokens, ckpt, r.Slots, r.MaxLen)
+	parked := ""
+	if r.Parked > 0 {
+		parked = fmt.Sprintf(" + %d parked for agent calls", r.Parked)
+	}
+	fmt.Fprintf(w, "run       %d training rank(s), ZeRO stage %s; micro-batch %d tokens, gradient checkpointing %s; KV cache %d slots%s × %d tokens\n",
+		r.World, r.Stage, r.MicroTokens, ckpt, r.Slots, parked, r.MaxLen)
 	if r.Device > 0 {
 		fmt.Fprintf(w, "device    %s, of which %s usable (%.0f%% left free)\n",
 			memplan.FormatBytes(r.Device), memplan.FormatBytes(int64(float64(r.Device)*(1-memplan.Headroom))), memplan.Headroom*100)

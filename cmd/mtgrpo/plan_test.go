@@ -49,6 +49,42 @@ func TestPlanRun(t *testing.T) {
 	}
 }
 
+// env.agent keeps finished calls' KV caches in slots of their own, as many as the engine's unless
+// env.agent.cache_slots says: the plan counts them. Qwen2.5-0.5B: 24 layers, 2 KV heads of 64,
+// bfloat16: K and V of 8 slots × 1024 tokens are 2·24·8·2·1024·64·2 = 100,663,296 bytes, twice
+// that with 8 parked slots, 1.5 times with 4.
+func TestPlanCountsParkedSlots(t *testing.T) {
+	base := []string{"device=cuda", "rollout.slots=8", "rollout.max_len=1024"}
+	for _, c := range []struct {
+		settings []string
+		parked   int
+		kv       int64
+	}{
+		{nil, 0, 100663296},
+		{[]string{"env.agent.command=[node, a.js]"}, 8, 201326592},
+		{[]string{"env.agent.command=[node, a.js]", "env.agent.cache_slots=4"}, 4, 150994944},
+	} {
+		r, err := planRun(planConfig(t, append(base, c.settings...)...), "", 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := memplan.Predict(r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Parked != c.parked || p.KVCache != c.kv {
+			t.Errorf("%v: %d parked slots, KV cache %d bytes; want %d and %d", c.settings, r.Parked, p.KVCache, c.parked, c.kv)
+		}
+		var b strings.Builder
+		if err := writePlan(&b, r, false); err != nil {
+			t.Fatal(err)
+		}
+		if want := "+ 4 parked for agent calls"; c.parked == 4 && !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 // A run that cannot fit is refused before it starts, with the figures (a usage error: exit 2);
 // one that fits goes ahead; CPU runs are not checked.
 func TestCheckPlan(t *testing.T) {

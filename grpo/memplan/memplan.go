@@ -68,6 +68,9 @@ type Run struct {
 	Checkpointing bool
 	// Slots and MaxLen size the rollout engine's KV cache (rollout.slots, rollout.max_len).
 	Slots, MaxLen int
+	// Parked is the KV slots beside Slots that keep finished agent calls' caches for their
+	// conversation's next call (env.agent.cache_slots): as large as the engine's own.
+	Parked int
 	// HeadBudget is the most bytes of float32 logits a pass keeps (0: DefaultHeadBudget).
 	HeadBudget int64
 	// Reference holds a frozen copy of the policy (a KL term); Critic a trained one with a value
@@ -159,7 +162,7 @@ func (r Run) Validate() error {
 		return fmt.Errorf("memplan: world size %d, want >= 1", r.World)
 	case r.Stage < StageDP || r.Stage > StageZeRO3:
 		return fmt.Errorf("memplan: ZeRO stage %d, want 0 to 3", int(r.Stage))
-	case r.MicroTokens < 0 || r.Slots < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0 || r.WireBytes < 0:
+	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0 || r.WireBytes < 0:
 		return fmt.Errorf("memplan: negative setting in %+v", r)
 	case m.Params < add(m.outerParams(), int64(m.Layers)):
 		return fmt.Errorf("memplan: model shape %+v: %d parameters leave none for the layers (the embedding and the final norm alone hold %d)",

@@ -114,6 +114,9 @@ func TestPredictTransientAndExtras(t *testing.T) {
 		"activations": {p.Activations, 1008}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 3},
 		"reference": {p.Reference, 712}, "critic": {p.Critic, 7220}, "gathered": {p.Gathered, 0},
 	}
+	// Two parked slots of agent calls beside the 3: 240·5/3 = 400.
+	r.Parked = 2
+	want["kv+parked"] = [2]int64{predict(t, r, 0).KVCache, 400}
 	for k, v := range want {
 		if v[0] != v[1] {
 			t.Errorf("%s: got %d, want %d", k, v[0], v[1])

@@ -28,7 +28,8 @@ package memplan
 //
 // The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
-// The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len, head_dim] per layer.
+// The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len, head_dim] per layer, the
+// slots being the engine's and the parked ones of agent calls.
 func Predict(r Run, rank int) (Plan, error) {
 	if err := r.Validate(); err != nil {
 		return Plan{}, err
@@ -94,7 +95,7 @@ func Predict(r Run, rank int) (Plan, error) {
 	if r.Critic {
 		p.Critic = criticBytes(m, d, r.WireBytes, w)
 	}
-	p.KVCache = mul(2, int64(m.Layers), int64(r.Slots), int64(m.KVHeads), int64(r.MaxLen), int64(m.HeadDim), d)
+	p.KVCache = mul(2, int64(m.Layers), int64(r.Slots)+int64(r.Parked), int64(m.KVHeads), int64(r.MaxLen), int64(m.HeadDim), d)
 	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))
 	p.Activations = p.ActivationsPlain
 	if r.Checkpointing {

@@ -39,6 +39,19 @@ func (c *Config) Slots() int {
 	return c.Rollout.Tasks * c.Rollout.GroupSize
 }
 
+// ParkedSlots is how many KV slots beyond Slots keep finished agent calls' caches for their
+// conversation's next call: env.agent.cache_slots, else as many as Slots; 0 without env.agent.
+// They hold as much as the engine's own slots.
+func (c *Config) ParkedSlots() int {
+	switch {
+	case c.Env.Agent == nil:
+		return 0
+	case c.Env.Agent.CacheSlots > 0:
+		return c.Env.Agent.CacheSlots
+	}
+	return c.Slots()
+}
+
 // Sampling is the sampling of training rollouts.
 func (c *Config) Sampling() rollout.Sampling {
 	s := c.Rollout.Sampling

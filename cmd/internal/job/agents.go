@@ -23,17 +23,6 @@ type agentRunner struct {
 	url    string
 }
 
-// agentParked is how many KV slots keep finished calls for the next call (0 without env.agent).
-func agentParked(c *config.Config) int {
-	if c.Env.Agent == nil {
-		return 0
-	}
-	if n := c.Env.Agent.CacheSlots; n > 0 {
-		return n
-	}
-	return c.Slots()
-}
-
 // openAgents starts the endpoint when env.agent is set (nil otherwise). log receives refused
 // and failed calls.
 func openAgents(c *config.Config, p *setup.Policy, gen rollout.Generator, log func(string)) (*agentRunner, error) {

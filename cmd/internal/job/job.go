@@ -236,7 +236,7 @@ func externalOpen(ctx context.Context, c *config.Config, ec env.Config) (*env.En
 // openPolicy loads a model with its engine, as the configuration says. Run on the torch thread.
 func openPolicy(dir string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
 	p, err := setup.Open(setup.Options{Dir: dir, Device: c.Device, DType: c.DType, Slots: c.Slots(),
-		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: agentParked(c)})
+		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: c.ParkedSlots()})
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
