@@ -12,6 +12,9 @@
 //	record.go   Call (what the trainer trains on) and Session (the calls of one API key)
 //	pump.go     the engine's loop on the torch thread, shared by all calls in flight
 //	prefix.go   PrefixCache: a backend that keeps finished calls' KV caches for the next call
+//	episodes.go Agents: a batch's episodes played by agent programs (or services), trained from
+//	            their recorded calls
+//	service.go  agent services that call in for episodes: the offer queue and its routes
 //
 // # Routes
 //
@@ -24,6 +27,8 @@
 //	GET  /v1/models[/{id}]     the served model.
 //	POST /v1/mtgrpo/reward     {"reward": r, "metrics": {...}} or {"error": "why"}: the episode's
 //	                           reward, reported by the program.
+//	POST /v1/mtgrpo/episodes/next, POST /v1/mtgrpo/finish
+//	                           an agent service takes an episode and finishes it (service.go).
 //
 // What cannot be served (n > 1, top_logprobs, penalties, logit_bias, json response formats,
 // tool_choice required or named, audio, images, the deprecated functions) is refused with
