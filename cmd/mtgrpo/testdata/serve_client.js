@@ -54,7 +54,7 @@ async function main() {
   check(s.content === content && s.finish === "length" && s.usage?.completion_tokens === 16, `streamed: ${JSON.stringify(s)} against ${JSON.stringify(content)}`);
 
   // A stop string cuts the same draw before it, streamed or not.
-  const stop = content.slice(3, 5);
+  const stop = Array.from(content).slice(3, 5).join(""); // code points: never half a surrogate pair
   const cut = content.slice(0, content.indexOf(stop));
   const d = await text({ ...sampled, stop: [stop] });
   check(d.choices[0].message.content === cut && d.choices[0].finish_reason === "stop", `stop ${JSON.stringify(stop)}: ${JSON.stringify(d.choices[0])}, want ${JSON.stringify(cut)}`);
