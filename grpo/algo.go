@@ -17,8 +17,9 @@ type (
 
 // Estimators, KL estimators and schedules the trainer branches on (see algo).
 const (
-	EstMTGRPO = algo.EstMTGRPO
-	EstGAE    = algo.EstGAE
+	EstMTGRPO      = algo.EstMTGRPO
+	EstGAE         = algo.EstGAE
+	EstReinforcePP = algo.EstReinforcePP
 
 	KLK1  = algo.KLK1
 	KLK2  = algo.KLK2

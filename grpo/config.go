@@ -1,6 +1,8 @@
 package grpo
 
 import (
+	"math"
+
 	"github.com/mtgrpo/mtgrpo/env"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/setting"
@@ -97,6 +99,10 @@ type OptimConfig struct {
 	WeightDecay float64 `yaml:"weight_decay"`
 	// Warmup optimizer steps of linear warmup (lr_warmup_steps).
 	Warmup int `yaml:"warmup"`
+	// WarmupRatio is the warmup as a fraction of the run's optimizer steps (TotalSteps), used when
+	// Warmup is 0 (verl's lr_warmup_steps_ratio, TRL's warmup_ratio, OpenRLHF's lr_warmup_ratio):
+	// WarmupSteps.
+	WarmupRatio float64 `yaml:"warmup_ratio"`
 	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
 	Schedule   Schedule `yaml:"schedule"`
 	MinLRRatio float64  `yaml:"min_lr_ratio"`
@@ -171,6 +177,15 @@ func Defaults() Config {
 	}
 }
 
+// WarmupSteps is the warmup in optimizer steps: Warmup, else ⌈WarmupRatio × TotalSteps⌉ (TRL's and
+// OpenRLHF's rounding; verl rounds down, at most one step fewer), 0 while TotalSteps is unknown.
+func (o OptimConfig) WarmupSteps() int {
+	if o.Warmup > 0 || o.WarmupRatio <= 0 || o.TotalSteps <= 0 {
+		return o.Warmup
+	}
+	return int(math.Ceil(o.WarmupRatio * float64(o.TotalSteps)))
+}
+
 // MaxLR bounds every learning rate: AdamW moves each weight by about the rate per step, so a
 // rate above 1 (a mistyped exponent) destroys the model in a step or two.
 const MaxLR = 1
@@ -215,6 +230,7 @@ func (c *Config) Validate() error {
 		setting.AtLeast("optim.eps", o.Eps, 0).Above(),
 		setting.AtLeast("optim.weight_decay", o.WeightDecay, 0),
 		setting.In("optim.warmup", o.Warmup, 0, setting.MaxCount),
+		setting.In("optim.warmup_ratio", o.WarmupRatio, 0, 1).Below(),
 		setting.In("optim.min_lr_ratio", o.MinLRRatio, 0, 1),
 		setting.AtLeast("optim.max_grad_norm", o.MaxGradNorm, 0),
 		setting.AtLeast("optim.total_steps", o.TotalSteps, 0),

@@ -11,7 +11,8 @@ import (
 // become per-token advantages on the samples. Outcome estimators give one advantage per trajectory
 // and broadcast it to every trained token of every turn (multi-turn GRPO with condensed contexts:
 // each turn is its own sample, its context masked); MT-GRPO gives the turns up to the first tool
-// result their own credit; GAE reads the critic's values token by token.
+// result their own credit; GAE reads the critic's values token by token; REINFORCE++ discounts the
+// rewards token by token without a critic.
 
 // credit computes the advantages of every sample and records the reward and advantage metrics.
 // Failed trajectories have no samples and take no part in the group statistics.
@@ -54,6 +55,8 @@ func (t *Trainer) credit(trajs []*rollout.Trajectory, samples []*sample, m Metri
 		err = t.mtCredit(trajs, idx, scores, byTraj, m)
 	case est == EstGAE:
 		err = t.gaeCredit(trajs, idx, byTraj, klRewards)
+	case est == EstReinforcePP:
+		err = t.reinforceCredit(trajs, idx, scores, byTraj, klRewards, m)
 	default:
 		err = fmt.Errorf("grpo: estimator %q has no credit assignment", est)
 	}
@@ -166,6 +169,43 @@ func (t *Trainer) gaeCredit(trajs []*rollout.Trajectory, idx []int, byTraj map[i
 			a, r := adv[k][j], ret[k][j]
 			s.setAdv(func(n int) float64 { return a[n] })
 			s.returns = s.spread(r)
+		}
+	}
+	return nil
+}
+
+// reinforceCredit: REINFORCE++'s per-token advantages, the discounted rewards (turn rewards on
+// each turn's last trained token, the trajectory's reward and overlong penalty on the last turn's,
+// KL rewards on their tokens) whitened over the batch. The groups only feed the metrics.
+func (t *Trainer) reinforceCredit(trajs []*rollout.Trajectory, idx []int, scores []float64, byTraj map[int][]*sample,
+	kl map[*sample][]float64, m Metrics) error {
+	in := make([][]algo.RewardTurn, len(idx))
+	groups := make([]int, len(idx))
+	for k, i := range idx {
+		tr := trajs[i]
+		groups[k] = tr.Group
+		ss := byTraj[i]
+		for j, s := range ss {
+			turn := algo.RewardTurn{Tokens: s.trained, Reward: tr.Turns[s.turn].Reward, TokenRewards: kl[s]}
+			if j == len(ss)-1 {
+				turn.Reward += tr.Reward + t.overlong(tr)
+			}
+			in[k] = append(in[k], turn)
+		}
+	}
+	_, st, err := algo.GRPOOutcomeAdvantage(scores, groups, 0, false)
+	if err != nil {
+		return err
+	}
+	m.groupStats(st)
+	adv, _, err := algo.ReinforcePlusPlusAdvantage(in, t.cfg.Advantage.GAE.Gamma)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		for j, s := range byTraj[i] {
+			a := adv[k][j]
+			s.setAdv(func(n int) float64 { return a[n] })
 		}
 	}
 	return nil

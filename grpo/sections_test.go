@@ -60,9 +60,10 @@ func TestForSFT(t *testing.T) {
 	c := Defaults()
 	c.Advantage.Estimator, c.Advantage.GAE.BiLevel = algo.EstGAE, true
 	c.Loss.KLCoef, c.Reward.KLCoef = 0.1, 0.1
+	c.Optim.WarmupRatio = 0.5
 	s := SFTConfig{Steps: 200, LR: 2e-3, Warmup: 10, Schedule: algo.Cosine, MinLRRatio: 0.1, Batch: 4, Tasks: 8}
 	g := c.ForSFT(s)
-	if o := g.Optim; o.LR != 2e-3 || o.Warmup != 10 || o.Schedule != algo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
+	if o := g.Optim; o.LR != 2e-3 || o.Warmup != 10 || o.WarmupRatio != 0 || o.Schedule != algo.Cosine || o.MinLRRatio != 0.1 || o.TotalSteps != 200 {
 		t.Errorf("optimizer %+v", o)
 	}
 	if g.NeedsReference() || g.NeedsCritic() {
@@ -73,6 +74,34 @@ func TestForSFT(t *testing.T) {
 	}
 	if c.Optim.LR != Defaults().Optim.LR || !c.NeedsCritic() {
 		t.Errorf("ForSFT changed the run's configuration")
+	}
+}
+
+// A warm-up given as a ratio is resolved against the run's optimizer steps, rounded up as TRL and
+// OpenRLHF do; steps given outright win.
+func TestWarmupSteps(t *testing.T) {
+	for _, tc := range []struct {
+		warmup      int
+		ratio       float64
+		total, want int
+	}{
+		{0, 0.05, 90, 5},    // 4.5 → 5
+		{0, 0.03, 100, 3},   // exactly 3
+		{0, 0.1, 0, 0},      // the run's length unknown yet
+		{7, 0.05, 90, 7},    // optim.warmup wins
+		{0, 0, 90, 0},       // no warm-up
+		{0, 0.5, 1, 1},      // ½ step → 1
+		{0, 0.01, 2000, 20}, // 20
+	} {
+		o := OptimConfig{Warmup: tc.warmup, WarmupRatio: tc.ratio, TotalSteps: tc.total}
+		if got := o.WarmupSteps(); got != tc.want {
+			t.Errorf("%+v: %d warm-up steps, want %d", tc, got, tc.want)
+		}
+	}
+	c := Defaults()
+	c.Optim.WarmupRatio = 1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "optim.warmup_ratio: 1: must be in [0, 1)") {
+		t.Errorf("warm-up over the whole run: %v", err)
 	}
 }
 

@@ -58,7 +58,7 @@ func (c *Config) ValidateSFT(s SFTConfig) error {
 // schedule over the s.Steps optimizer steps, and neither a KL term nor a critic (no reference
 // model, no value model).
 func (c Config) ForSFT(s SFTConfig) Config {
-	c.Optim.LR, c.Optim.Warmup, c.Optim.Schedule, c.Optim.MinLRRatio, c.Optim.TotalSteps = s.LR, s.Warmup, s.Schedule, s.MinLRRatio, s.Steps
+	c.Optim.LR, c.Optim.Warmup, c.Optim.WarmupRatio, c.Optim.Schedule, c.Optim.MinLRRatio, c.Optim.TotalSteps = s.LR, s.Warmup, 0, s.Schedule, s.MinLRRatio, s.Steps
 	c.Loss.KLCoef, c.Reward.KLCoef = 0, 0
 	c.Advantage.Estimator = algo.EstGRPO
 	c.Advantage.GAE.BiLevel = false

@@ -69,7 +69,7 @@ func (t *Trainer) fit(opt *shard.Optimizer, samples []*sample, purpose uint64, l
 // logs them.
 func (t *Trainer) stepPolicy(norm float64, m Metrics) error {
 	o := t.cfg.Optim
-	lr := LR(o.LR, t.updates+t.skipped, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio)
+	lr := LR(o.LR, t.updates+t.skipped, o.WarmupSteps(), o.TotalSteps, o.Schedule, o.MinLRRatio)
 	m["actor/grad_norm"], m["actor/lr"] = norm, lr
 	stepped, err := t.opt.Step(lr)
 	switch {

@@ -36,7 +36,7 @@ func TestForeignCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Rollout.GroupSize != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 4 || c.Rollout.Sampling.Temperature != 0.5 ||
-		c.Train.Epochs != 2 || c.Data.Train != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 ||
+		c.Train.Epochs != 2 || c.Data.Train.String() != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 ||
 		c.Optim.LR != 2e-6 || c.DType != "bfloat16" {
 		t.Errorf("group %d tasks %d turns %d temperature %v epochs %d train %q model %q", c.Rollout.GroupSize, c.Rollout.Tasks,
 			c.Rollout.MaxTurns, c.Rollout.Sampling.Temperature, c.Train.Epochs, c.Data.Train, c.Model)

@@ -81,30 +81,43 @@ func resolveModelFiles(cmd, key, name string, configOnly bool) (string, error) {
 // checkDataFiles checks that the data files the configuration names exist (the training
 // tasks only when train).
 func checkDataFiles(cmd string, cfg *config.Config, train bool) error {
-	for _, f := range []struct{ key, path string }{
-		{"data.train", cfg.Data.Train}, {"data.val", cfg.Data.Val}, {"data.ground_truth_file", cfg.Data.GroundTruthFile},
-	} {
-		if f.path == "" || f.key == "data.train" && !train {
-			continue
+	if cfg.Data.GroundTruthFile != "" {
+		if _, err := os.Stat(cfg.Data.GroundTruthFile); err != nil {
+			return usagef("%s: data.ground_truth_file %s: %v: give an existing parquet or JSONL file", cmd, cfg.Data.GroundTruthFile, errors.Unwrap(err))
 		}
-		if _, err := os.Stat(f.path); err != nil {
-			return usagef("%s: %s %s: %v: give an existing parquet or JSONL file", cmd, f.key, f.path, errors.Unwrap(err))
-		}
-		if f.key == "data.ground_truth_file" {
-			continue
-		}
-		// Rows of another environment's tasks, or more validation tasks than an evaluation may
-		// play, are configuration mistakes: said here, before any work. A file that does not read
-		// is left to the run, which names the row. The run gets this reading (package inputs): a
-		// FIFO is read once.
-		if rows, _, err := inputs.Rows(f.path, data.Options{SkipInvalid: cfg.Data.SkipInvalid}); err == nil {
-			if err := cfg.CheckRows(f.path, rows); err != nil {
+	}
+	sets := []struct {
+		key   string
+		files config.Files
+	}{{"data.val", cfg.Data.Val}}
+	if train {
+		sets = append([]struct {
+			key   string
+			files config.Files
+		}{{"data.train", cfg.Data.Train}}, sets...)
+	}
+	for _, set := range sets {
+		rows := 0
+		for _, f := range set.files {
+			if _, err := os.Stat(f); err != nil {
+				return usagef("%s: %s %s: %v: give an existing parquet or JSONL file", cmd, set.key, f, errors.Unwrap(err))
+			}
+			// Rows of another environment's tasks, or more validation tasks than an evaluation may
+			// play, are configuration mistakes: said here, before any work. A file that does not
+			// read is left to the run, which names the row. The run gets this reading (package
+			// inputs): a FIFO is read once.
+			rs, _, err := inputs.Rows(f, data.Options{SkipInvalid: cfg.Data.SkipInvalid})
+			if err != nil {
+				continue
+			}
+			if err := cfg.CheckRows(f, rs); err != nil {
 				return usagef("%s: %v", cmd, err)
 			}
-			if f.key == "data.val" {
-				if err := cfg.CheckEvalSize(len(rows), fmt.Sprintf("the %d rows of data.val %s", len(rows), f.path)); err != nil {
-					return usagef("%s: %v", cmd, err)
-				}
+			rows += len(rs)
+		}
+		if set.key == "data.val" && len(set.files) > 0 {
+			if err := cfg.CheckEvalSize(rows, fmt.Sprintf("the %d rows of data.val %s", rows, set.files)); err != nil {
+				return usagef("%s: %v", cmd, err)
 			}
 		}
 	}

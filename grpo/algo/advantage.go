@@ -3,7 +3,8 @@ package algo
 // Outcome advantages: one scalar per trajectory from its score and its group (the copies of one
 // task), in plain Go. References: verl verl/trainer/ppo/core_algos.py
 // (compute_grpo_outcome_advantage, compute_rloo_outcome_advantage,
-// compute_reinforce_plus_plus_baseline_outcome_advantage); DeepSeekMath (arXiv 2402.03300) for
+// compute_reinforce_plus_plus_baseline_outcome_advantage; TRL grpo_trainer.py
+// _generate_and_score_completions for scale_rewards=batch); DeepSeekMath (arXiv 2402.03300) for
 // GRPO, Dr.GRPO (arXiv 2503.20783), RLOO (arXiv 2402.14740), REINFORCE++ (arXiv 2501.03262).
 //
 // Deviations from verl, on purpose: D1 (singletons get 0) and D2 (equal scores give exactly 0),
@@ -32,6 +33,10 @@ const (
 	EstRLOO Estimator = "rloo"
 	// EstReinforcePPBaseline: a_i = s_i − μ_g, then whitened over the batch's trained tokens.
 	EstReinforcePPBaseline Estimator = "reinforce_plus_plus_baseline"
+	// EstReinforcePP: REINFORCE++ without a baseline: discounted returns of each trajectory's
+	// rewards over its trained tokens, whitened over the batch (ReinforcePlusPlusAdvantage).
+	// Not an outcome estimator: the advantage varies along the trajectory when γ < 1.
+	EstReinforcePP Estimator = "reinforce_plus_plus"
 	// EstMultiTurnGRPO: GRPO's advantage per trajectory on every trained token of every turn
 	// (condensed contexts: each turn is its own sample). The advantage is EstGRPO's; what differs
 	// is the reward (1/max_t|c_t|) and AggConfig.Turns, which say how turns are weighed.
@@ -43,7 +48,7 @@ const (
 	EstGAE Estimator = "gae"
 )
 
-var estimators = []Estimator{EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePPBaseline, EstMultiTurnGRPO, EstMTGRPO, EstGAE}
+var estimators = []Estimator{EstGRPO, EstDrGRPO, EstRLOO, EstReinforcePP, EstReinforcePPBaseline, EstMultiTurnGRPO, EstMTGRPO, EstGAE}
 
 // ParseEstimator reads an estimator name; unknown names are an error naming the value.
 func ParseEstimator(s string) (Estimator, error) {
@@ -70,16 +75,41 @@ type AdvConfig struct {
 	Eps float64 `yaml:"eps"`
 	// NormStd divides by the group std (grpo, grpo_multiturn, mt_grpo; default on). Off is Dr.GRPO.
 	NormStd bool `yaml:"norm_std"`
+	// StdOver is where grpo's and grpo_multiturn's std comes from when NormStd is on: each
+	// group's own (group, the default; "" reads as group) or every score of the step (batch,
+	// TRL's scale_rewards="batch").
+	StdOver StdScope `yaml:"std_over"`
 	// TurnCoef is MT-GRPO's c_turn, the weight of the turn advantage (default 1).
 	TurnCoef float64 `yaml:"turn_coef"`
 	// GAE configures gae; its keys (gamma, lambda, bi_level, turn_gamma) sit beside the others.
 	GAE GAEConfig `yaml:",inline"`
 }
 
-// DefaultAdvConfig is verl's defaults: grpo, ε = 1e-6, std normalisation on; c_turn = 1 as in
-// MT-GRPO; GAE γ = λ = 1, γ_turn = 0.95 as in RAGEN.
+// StdScope says over which scores grpo's std is taken.
+type StdScope string
+
+// Std scopes.
+const (
+	// StdGroup: each group's own Bessel std (GRPO, TRL's scale_rewards="group").
+	StdGroup StdScope = "group"
+	// StdBatch: the Bessel std of every score of the step (TRL's scale_rewards="batch").
+	StdBatch StdScope = "batch"
+)
+
+var stdScopes = []StdScope{StdGroup, StdBatch}
+
+// ParseStdScope reads a std scope ("" is group); unknown values are an error naming the value.
+func ParseStdScope(s string) (StdScope, error) {
+	return setting.Parse("std scope", s, stdScopes, map[string]StdScope{"": StdGroup})
+}
+
+// UnmarshalText reads a std scope as ParseStdScope does (YAML, flags).
+func (s *StdScope) UnmarshalText(b []byte) error { return setting.Decode(s, b, ParseStdScope) }
+
+// DefaultAdvConfig is verl's defaults: grpo, ε = 1e-6, std normalisation on within each group;
+// c_turn = 1 as in MT-GRPO; GAE γ = λ = 1, γ_turn = 0.95 as in RAGEN.
 func DefaultAdvConfig() AdvConfig {
-	return AdvConfig{Estimator: EstGRPO, Eps: 1e-6, NormStd: true, TurnCoef: 1, GAE: DefaultGAEConfig()}
+	return AdvConfig{Estimator: EstGRPO, Eps: 1e-6, NormStd: true, StdOver: StdGroup, TurnCoef: 1, GAE: DefaultGAEConfig()}
 }
 
 // Validate names the first bad field (a setting.KeyError). Bi-level GAE needs the gae
@@ -88,6 +118,11 @@ func (c AdvConfig) Validate() error {
 	if err := setting.OneOf("advantage.estimator", c.Estimator, estimators); err != nil {
 		return err
 	}
+	if c.StdOver != "" {
+		if err := setting.OneOf("advantage.std_over", c.StdOver, stdScopes); err != nil {
+			return err
+		}
+	}
 	if err := setting.Check(setting.AtLeast("advantage.eps", c.Eps, 0), setting.Finite("advantage.turn_coef", c.TurnCoef)); err != nil {
 		return err
 	}
@@ -95,7 +130,7 @@ func (c AdvConfig) Validate() error {
 		return setting.Errorf("advantage.bi_level", "bi-level GAE needs a critic: set advantage.estimator gae "+
 			"(algorithm.adv_estimator=gae), not %s", c.Estimator)
 	}
-	if c.Estimator == EstGAE {
+	if c.Estimator == EstGAE || c.Estimator == EstReinforcePP {
 		return c.GAE.Validate()
 	}
 	return nil
@@ -227,6 +262,29 @@ func GRPOOutcomeAdvantage(scores []float64, groups []int, eps float64, normStd b
 	})
 }
 
+// GRPOBatchStdAdvantage is GRPO's outcome advantage with the std taken over the whole batch,
+// scores [B] and group ids [B] → advantages [B]: A_i = (s_i − μ_g)/(σ_B + eps) with σ_B the
+// Bessel std of all B scores (0 when B < 2). Singletons and equal-score groups get 0 (their
+// s_i − μ_g is 0). Reference: TRL GRPOTrainer with scale_rewards="batch" (nanstd(rewards)).
+func GRPOBatchStdAdvantage(scores []float64, groups []int, eps float64) ([]float64, GroupStats, error) {
+	if !(eps >= 0) {
+		return nil, GroupStats{}, fmt.Errorf("grpo: GRPOBatchStdAdvantage eps = %v, want ≥ 0", eps)
+	}
+	adv, st, err := GRPOOutcomeAdvantage(scores, groups, 0, false)
+	if err != nil {
+		return nil, st, err
+	}
+	all := make([]int, len(scores))
+	for i := range all {
+		all[i] = i
+	}
+	_, std, _ := moments(scores, all)
+	for i := range adv {
+		adv[i] /= std + eps
+	}
+	return adv, st, nil
+}
+
 // RLOOAdvantage is RLOO's advantage, scores [B], group ids [B] → advantages [B]:
 // A_i = s_i − mean_{j≠i} s_j = n/(n−1)·(s_i − μ_g). Singletons and equal-score groups get 0.
 // Reference: verl compute_rloo_outcome_advantage; Ahmadian et al. (arXiv 2402.14740) eq. (9).
@@ -300,6 +358,9 @@ func OutcomeAdvantage(c AdvConfig, scores []float64, groups []int, tokens []int)
 	}
 	switch c.Estimator {
 	case EstGRPO, EstMultiTurnGRPO:
+		if c.NormStd && c.StdOver == StdBatch {
+			return GRPOBatchStdAdvantage(scores, groups, c.Eps)
+		}
 		return GRPOOutcomeAdvantage(scores, groups, c.Eps, c.NormStd)
 	case EstDrGRPO:
 		return GRPOOutcomeAdvantage(scores, groups, c.Eps, false)
@@ -308,5 +369,5 @@ func OutcomeAdvantage(c AdvConfig, scores []float64, groups []int, tokens []int)
 	case EstReinforcePPBaseline:
 		return ReinforcePlusPlusBaselineAdvantage(scores, groups, tokens)
 	}
-	return nil, GroupStats{}, fmt.Errorf("grpo: estimator %q needs more than trajectory scores (see MTGRPOAdvantage, GAEAdvantage)", c.Estimator)
+	return nil, GroupStats{}, fmt.Errorf("grpo: estimator %q needs more than trajectory scores (see MTGRPOAdvantage, GAEAdvantage, ReinforcePlusPlusAdvantage)", c.Estimator)
 }

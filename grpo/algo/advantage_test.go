@@ -66,6 +66,78 @@ func TestDrGRPOAndRLOO(t *testing.T) {
 	expectSlice(t, "RLOO", adv, []float64{2. / 3, -2. / 3, -4.5, -2. / 3, 0, -1.5, 2. / 3, 0, 6, 0, 0}, 1e-12)
 }
 
+// TRL's scale_rewards="batch": the group's mean is subtracted, then everything is divided by the
+// std of the whole batch.
+func TestGRPOBatchStd(t *testing.T) {
+	// advScores: Σs = 22.3, Σs² = 128.03 over B = 11, so the Bessel variance is
+	// (128.03 − 22.3²/11)/10 = 8.282181818…, σ_B = 2.87788…. s − μ_g: group 7 ±0.5, group 3
+	// −3, −1, 4, the singleton and the equal group 0. TRL's ε is 1e-4.
+	sB := math.Sqrt((128.03 - 22.3*22.3/11) / 10)
+	d := sB + 1e-4
+	c := DefaultAdvConfig()
+	c.StdOver, c.Eps = StdBatch, 1e-4
+	adv, st, err := OutcomeAdvantage(c, advScores, advGroups, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectSlice(t, "batch std", adv, []float64{0.5 / d, -0.5 / d, -3 / d, -0.5 / d, 0, -1 / d, 0.5 / d, 0, 4 / d, 0, 0}, 1e-12)
+	if st.Groups != 4 || st.ZeroStd != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	// grpo_multiturn takes the same std; with norm_std off (Dr.GRPO) nothing is divided.
+	c.Estimator = EstMultiTurnGRPO
+	multi, _, _ := OutcomeAdvantage(c, advScores, advGroups, nil)
+	expectSlice(t, "grpo_multiturn batch std", multi, adv, 0)
+	c.NormStd = false
+	plain, _, _ := OutcomeAdvantage(c, advScores, advGroups, nil)
+	expectSlice(t, "norm_std off", plain, []float64{0.5, -0.5, -3, -0.5, 0, -1, 0.5, 0, 4, 0, 0}, 1e-12)
+	// One trajectory has no spread: 0/(0 + ε).
+	one, _, _ := GRPOBatchStdAdvantage([]float64{3}, []int{0}, 1e-4)
+	expectSlice(t, "single", one, []float64{0}, 0)
+	c.StdOver = "global"
+	_, _, err = OutcomeAdvantage(c, advScores, advGroups, nil)
+	expectErr(t, "unknown scope", err, "advantage.std_over", `"global"`)
+}
+
+// REINFORCE++: discounted returns over each trajectory's trained tokens, whitened over the batch.
+func TestReinforcePlusPlusHandWorked(t *testing.T) {
+	// γ = 0.5.
+	//	A: one turn of 3 tokens, reward 1:             G = 0.25, 0.5, 1
+	//	B: turn 0 of 1 token (reward 0), turn 1 of 2 tokens (reward 2):
+	//	   the return runs across the turns:          G = 0.5 | 1, 2
+	//	C: one token, reward 0, token reward −0.25 (a KL reward): G = −0.25
+	// The seven returns sum to 5: m = 5/7 and, in 28ths, the deviations are −13, −6, 8 | −6 | 8,
+	// 36 | −27, whose squares sum to 2394/784; the Bessel variance is 2394/784/6 = 399/784, so
+	// A = deviation/√(399/784 + 1e-8) ≈ k/√399 for the deviations k (in 28ths).
+	trajs := [][]RewardTurn{
+		{{Tokens: 3, Reward: 1}},
+		{{Tokens: 1}, {Tokens: 2, Reward: 2}},
+		{{Tokens: 1, TokenRewards: []float64{-0.25}}},
+	}
+	adv, ret, err := ReinforcePlusPlusAdvantage(trajs, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := 28 * math.Sqrt(399.0/784+1e-8)
+	expectSlice(t, "A returns", ret[0][0], []float64{0.25, 0.5, 1}, 1e-15)
+	expectSlice(t, "B turn 0 returns", ret[1][0], []float64{0.5}, 1e-15)
+	expectSlice(t, "B turn 1 returns", ret[1][1], []float64{1, 2}, 1e-15)
+	expectSlice(t, "C returns", ret[2][0], []float64{-0.25}, 1e-15)
+	expectSlice(t, "A", adv[0][0], []float64{-13 / s, -6 / s, 8 / s}, 1e-12)
+	expectSlice(t, "B turn 0", adv[1][0], []float64{-6 / s}, 1e-12)
+	expectSlice(t, "B turn 1", adv[1][1], []float64{8 / s, 36 / s}, 1e-12)
+	expectSlice(t, "C", adv[2][0], []float64{-27 / s}, 1e-12)
+
+	// γ = 1 with outcome rewards only: every token of a trajectory has its score as return.
+	_, ret, _ = ReinforcePlusPlusAdvantage([][]RewardTurn{{{Tokens: 2, Reward: 1}}, {{Tokens: 2}}}, 1)
+	expectSlice(t, "γ = 1", append(ret[0][0], ret[1][0]...), []float64{1, 1, 0, 0}, 0)
+
+	_, _, err = ReinforcePlusPlusAdvantage(trajs, 1.5)
+	expectErr(t, "γ out of range", err, "advantage.gamma")
+	_, _, err = ReinforcePlusPlusAdvantage([][]RewardTurn{{{Tokens: 2, TokenRewards: []float64{1}}}}, 1)
+	expectErr(t, "token rewards", err, "REINFORCE++ trajectory 0", "2 values but 1 token rewards")
+}
+
 func TestReinforcePlusPlusBaselineAdvantage(t *testing.T) {
 	// Group 0: scores 1, 0 → a = 0.5, −0.5; group 1: 3, 3 → 0, 0. Token counts 1, 3, 2, 2 (N = 8):
 	// token-weighted mean m = (0.5·1 − 0.5·3)/8 = −0.125; squared deviations weighted:
@@ -101,7 +173,7 @@ func TestOutcomeDispatchAndErrors(t *testing.T) {
 	multi, _, _ := OutcomeAdvantage(c, advScores, advGroups, nil)
 	expectSlice(t, "grpo_multiturn", multi, direct, 0)
 
-	for _, e := range []Estimator{EstMTGRPO, EstGAE} {
+	for _, e := range []Estimator{EstMTGRPO, EstGAE, EstReinforcePP} {
 		c.Estimator = e
 		_, _, err := OutcomeAdvantage(c, advScores, advGroups, nil)
 		expectErr(t, string(e), err, string(e))
@@ -119,7 +191,7 @@ func TestParseEstimator(t *testing.T) {
 	for s, want := range map[string]Estimator{
 		"grpo": EstGRPO, "drgrpo": EstDrGRPO, "dr_grpo": EstDrGRPO, "rloo": EstRLOO,
 		"reinforce_plus_plus_baseline": EstReinforcePPBaseline, "grpo_multiturn": EstMultiTurnGRPO,
-		"mt_grpo": EstMTGRPO, "gae": EstGAE,
+		"mt_grpo": EstMTGRPO, "gae": EstGAE, "reinforce_plus_plus": EstReinforcePP,
 	} {
 		got, err := ParseEstimator(s)
 		if err != nil || got != want {

@@ -1,6 +1,6 @@
 // Package algo is the trainer's per-trajectory math in plain Go, without torch: outcome advantages
-// (GRPO, Dr.GRPO, RLOO, REINFORCE++-baseline), MT-GRPO's turn-level credit, GAE and RAGEN's
-// bi-level GAE, loss aggregation as per-token weights, the KL estimators for one token, DAPO's
+// (GRPO, Dr.GRPO, RLOO, REINFORCE++-baseline), REINFORCE++'s discounted returns, MT-GRPO's
+// turn-level credit, GAE and RAGEN's bi-level GAE, loss aggregation as per-token weights, the KL estimators for one token, DAPO's
 // overlong penalty and the learning-rate schedule. Every function takes slices and returns
 // slices; grpo calls them between the rollout and the device-side loss. `CGO_ENABLED=0 go test
 // ./grpo/algo` runs the package's tests without libtorch.
@@ -14,14 +14,16 @@
 //	verl core_algos.py / verl_F / RAGEN / MT-GRPO        here
 //	compute_grpo_outcome_advantage                        GRPOOutcomeAdvantage (normStd on)
 //	  norm_adv_by_std_in_grpo=false (Dr.GRPO)             GRPOOutcomeAdvantage (normStd off)
+//	  TRL scale_rewards="batch" (std over the batch)      GRPOBatchStdAdvantage
 //	compute_rloo_outcome_advantage                        RLOOAdvantage
 //	compute_reinforce_plus_plus_baseline_outcome_adv…     ReinforcePlusPlusBaselineAdvantage
 //	get_adv_estimator_fn(name)(…) for the above           OutcomeAdvantage (AdvConfig.Estimator)
+//	compute_reinforce_plus_plus_outcome_advantage         ReinforcePlusPlusAdvantage
 //	compute_gae_advantage_return                          GAE
 //	RAGEN compute_bi_level_gae_advantage_return           BiLevelGAE
 //	algorithm.adv_estimator=gae (either of the two)       GAEAdvantage (GAEConfig.BiLevel)
-//	verl_F.masked_whiten                                  whiten (inside GAE, BiLevelGAE and
-//	                                                      ReinforcePlusPlusBaselineAdvantage)
+//	verl_F.masked_whiten                                  whiten (inside GAE, BiLevelGAE and both
+//	                                                      REINFORCE++ estimators)
 //	MT-GRPO mt_grpo_env_trainer.py _assign_advantages     MTGRPOAdvantage
 //	agg_loss(loss_mat, loss_mask, loss_agg_mode)          AggLoss; AggWeights gives the weights
 //	                                                      grpo applies on the device
@@ -69,6 +71,10 @@
 //	D11 (grpo) Dynamic sampling drops singleton groups with the groups whose rewards are all
 //	    equal; verl's filter_groups keeps singletons. A singleton's advantage is 0 (D1), so it
 //	    would train nothing.
+//	D12 REINFORCE++'s return runs over a trajectory's trained tokens across its turns, as GAE's
+//	    chain does. verl resets the running return at every token outside the response mask,
+//	    so in a multi-turn response row the tool output between turns stops the outcome from
+//	    reaching the earlier turns; with one turn the two agree.
 //
 // Not a deviation but a different metric: the MT-GRPO trainer's clip_ratio counts the tokens
 // where the clip does not bind (TRL's old metric); grpo reports verl's actor/pg_clipfrac, the

@@ -57,7 +57,7 @@ func GAEAdvantage(trajs [][]GAETurn, c GAEConfig) (adv, ret [][][]float64, err e
 	if c.BiLevel {
 		chain = biLevelGAE
 	}
-	return runGAE(trajs, c, chain)
+	return runGAE("GAE", trajs, c, chain)
 }
 
 // GAE computes per-token advantages and returns for a batch of trajectories, [B][turns][tokens]
@@ -80,13 +80,13 @@ func BiLevelGAE(trajs [][]GAETurn, gamma, lambda, turnGamma float64) (adv, ret [
 }
 
 // runGAE applies chain to every trajectory and whitens the advantages over the batch.
-func runGAE(trajs [][]GAETurn, c GAEConfig, chain func([]GAETurn, GAEConfig) (adv, ret [][]float64)) (adv, ret [][][]float64, err error) {
+func runGAE(name string, trajs [][]GAETurn, c GAEConfig, chain func([]GAETurn, GAEConfig) (adv, ret [][]float64)) (adv, ret [][][]float64, err error) {
 	adv = make([][][]float64, len(trajs))
 	ret = make([][][]float64, len(trajs))
 	var all [][]float64
 	for i, tr := range trajs {
 		if err := checkGAETurns(tr); err != nil {
-			return nil, nil, fmt.Errorf("grpo: GAE trajectory %d: %w", i, err)
+			return nil, nil, fmt.Errorf("grpo: %s trajectory %d: %w", name, i, err)
 		}
 		adv[i], ret[i] = chain(tr, c)
 		all = append(all, adv[i]...)

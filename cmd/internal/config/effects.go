@@ -77,9 +77,24 @@ func (c *Config) warnEffects() {
 			}
 		}
 		d := Defaults().Advantage
-		if c.explicit("advantage.gamma") && a.GAE.Gamma != d.GAE.Gamma || c.explicit("advantage.lambda") && a.GAE.Lambda != d.GAE.Lambda {
-			noEffect("advantage.gamma", fmt.Sprintf("γ and λ are GAE's (advantage.estimator gae), not %s's", a.Estimator))
+		discounts := a.Estimator == algo.EstReinforcePP
+		if c.explicit("advantage.gamma") && a.GAE.Gamma != d.GAE.Gamma && !discounts {
+			noEffect("advantage.gamma", fmt.Sprintf("γ is the discount of GAE and REINFORCE++ (advantage.estimator gae, reinforce_plus_plus), not of %s", a.Estimator))
 		}
+		if c.explicit("advantage.lambda") && a.GAE.Lambda != d.GAE.Lambda {
+			noEffect("advantage.lambda", fmt.Sprintf("λ is GAE's (advantage.estimator gae), not %s's", a.Estimator))
+		}
+	}
+	if a.StdOver == algo.StdBatch && c.explicit("advantage.std_over") {
+		switch {
+		case a.Estimator != algo.EstGRPO && a.Estimator != algo.EstMultiTurnGRPO:
+			noEffect("advantage.std_over", fmt.Sprintf("it is where grpo's and grpo_multiturn's std comes from, not %s's", a.Estimator))
+		case !a.NormStd:
+			noEffect("advantage.std_over", "advantage.norm_std is false: nothing is divided by a std")
+		}
+	}
+	if o := c.Optim; o.WarmupRatio > 0 && o.Warmup > 0 && c.explicit("optim.warmup_ratio") {
+		noEffect("optim.warmup_ratio", fmt.Sprintf("optim.warmup gives the warm-up in steps (%d, from %s)", o.Warmup, c.Origin("optim.warmup")))
 	}
 	cc := c.Rollout.Condenser
 	if cc.MaxTokens != 0 && c.explicit("rollout.condenser.max_tokens") && cc.Type != rollout.CondenseTokenBudget && cc.Type != rollout.CondenseSummary {
@@ -155,7 +170,7 @@ func (c *Config) CheckRows(path string, rows []data.Row) error {
 		return nil
 	}
 	key := "data.train"
-	if path == c.Data.Val && path != c.Data.Train {
+	if c.Data.Val.Has(path) && !c.Data.Train.Has(path) {
 		key = "data.val"
 	}
 	for i, r := range rows {

@@ -17,9 +17,10 @@ import (
 var rowCases = map[string]struct{ in, want string }{
 	"fsdp":                     {"shard_grad_op auto_wrap", "2"},
 	"deepspeed":                {"testdata/ds_zero2.json", "2"},
-	"data.train_files":         {"['a.parquet']", "a.parquet"},
+	"data.train_files":         {"['a.parquet', 'b.parquet']", "a.parquet, b.parquet"},
 	"data.val_files":           {"b.parquet", "b.parquet"},
 	"data_cfgs.train_datasets": {"[a.jsonl]", "a.jsonl"},
+	"data_cfgs.eval_datasets":  {"[a.jsonl, b.jsonl]", "a.jsonl, b.jsonl"},
 	"actor_rollout_ref.actor.optim.warmup_style":               {"cosine", "cosine"},
 	"actor_rollout_ref.actor.loss_agg_mode":                    {"seq-mean-token-sum", "seq-mean-token-sum"},
 	"actor_rollout_ref.actor.kl_loss_type":                     {"low_var_kl", "k3"},
@@ -32,7 +33,6 @@ var rowCases = map[string]struct{ in, want string }{
 	"lr_scheduler_type":                                        {"cosine", "cosine"},
 	"num_train_epochs":                                         {"3.0", "3"},
 	"loss_type":                                                {"dr_grpo", "seq-mean-token-sum-norm"},
-	"scale_rewards":                                            {"none", "false"},
 	"bf16":                                                     {"true", "bfloat16"},
 	"train_cfgs.bf16":                                          {"true", "bfloat16"},
 	"train_cfgs.multi_turn":                                    {"false", "1"},
@@ -175,6 +175,9 @@ func TestFamilyDerived(t *testing.T) {
 		// 8 completions × 4 accumulation steps in groups of 4: 8 prompts per step.
 		{[]string{"per_device_train_batch_size=8", "gradient_accumulation_steps=4", "num_generations=4"},
 			func(c *Config) bool { return c.Rollout.Tasks == 8 && c.Rollout.GroupSize == 4 }, ""},
+		{[]string{"scale_rewards=batch"}, func(c *Config) bool { return c.Advantage.NormStd && c.Advantage.StdOver == algo.StdBatch }, ""},
+		{[]string{"scale_rewards=False"}, func(c *Config) bool { return !c.Advantage.NormStd && c.Advantage.StdOver == algo.StdGroup }, ""},
+		{[]string{"scale_rewards=group"}, func(c *Config) bool { return c.Advantage.NormStd && c.Advantage.StdOver == algo.StdGroup }, ""},
 		{[]string{"epsilon=0.2"}, func(c *Config) bool { return c.Loss.ClipLow == 0.2 && c.Loss.ClipHigh == 0.2 }, ""},
 		{[]string{"epsilon_high=0.28", "epsilon=0.2"}, func(c *Config) bool { return c.Loss.ClipLow == 0.2 && c.Loss.ClipHigh == 0.28 }, ""},
 	}
@@ -288,6 +291,13 @@ func TestNoSilentNoOps(t *testing.T) {
 		{"critic:\n  lr: 1.0e-4\n", "", "critic.lr has no effect: there is no critic with advantage.estimator grpo_multiturn"},
 		{"algorithm:\n  gamma: 0.9\n", "", "advantage.gamma has no effect"},
 		{"algorithm:\n  gamma: 0.9\n  adv_estimator: gae\n", "", ""},
+		{"algorithm:\n  gamma: 0.9\n  adv_estimator: reinforce_plus_plus\n", "", ""},
+		{"algorithm:\n  lam: 0.9\n  adv_estimator: reinforce_plus_plus\n", "", "c.yaml:3: advantage.lambda has no effect: λ is GAE's"},
+		{"advantage:\n  std_over: batch\n", "", ""},
+		{"advantage:\n  std_over: batch\n  estimator: rloo\n", "", "c.yaml:3: advantage.std_over has no effect: it is where grpo's and grpo_multiturn's std comes from, not rloo's"},
+		{"advantage:\n  std_over: batch\n  norm_std: false\n", "", "advantage.std_over has no effect: advantage.norm_std is false"},
+		{"optim:\n  warmup_ratio: 0.1\n", "", ""},
+		{"optim:\n  warmup_ratio: 0.1\n  warmup: 5\n", "", "c.yaml:3: optim.warmup_ratio has no effect: optim.warmup gives the warm-up in steps (5, from"},
 		{"env:\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
 		{"env:\n  name: wiki_qa\n  countries: 1000\n", "", ""},
 		{"env:\n  name: data\n  tools: [search]\n  countries: 1000\n", "", ""},
@@ -338,7 +348,7 @@ func TestNoSilentNoOps(t *testing.T) {
 func TestCheckRows(t *testing.T) {
 	gsm := []data.Row{{DataSource: "calc_mult"}, {DataSource: "openai/gsm8k"}}
 	c := Defaults()
-	c.Data.Train = "train.parquet"
+	c.Data.Train = Files{"train.parquet"}
 	expectErr(t, "gsm8k rows under calc_mult", c.CheckRows("train.parquet", gsm), "data.train", `train.parquet row 2 has data_source "openai/gsm8k"`,
 		"not a task of environment calc_mult", "set env.name gsm8k")
 	for _, name := range []string{"gsm8k", "data"} {

@@ -21,7 +21,7 @@ var trlFamily = Family{
 		{Key: "lr_scheduler_type", Native: "optim.schedule",
 			Value: rename("lr scheduler", map[string]string{"constant": "constant", "constant_with_warmup": "constant", "cosine": "cosine"})},
 		{Key: "warmup_steps", Native: "optim.warmup"},
-		{Key: "warmup_ratio", Value: only("give the warm-up in steps: optim.warmup (warmup_steps)", "0", "0.0")},
+		{Key: "warmup_ratio", Native: "optim.warmup_ratio", Note: "the warm-up as a fraction of the run, used when warmup_steps is 0"},
 		{Key: "weight_decay", Native: "optim.weight_decay"},
 		{Key: "adam_beta1", Native: "optim.beta1"},
 		{Key: "adam_beta2", Native: "optim.beta2"},
@@ -45,9 +45,9 @@ var trlFamily = Family{
 		{Key: "loss_type", Native: "loss.agg", Value: rename("loss type", map[string]string{
 			"grpo": "seq-mean-token-mean", "bnpo": "token-mean", "dapo": "token-mean", "dr_grpo": "seq-mean-token-sum-norm"}),
 			Note: "grpo → seq-mean-token-mean, bnpo and dapo → token-mean, dr_grpo → seq-mean-token-sum-norm (loss.agg_norm)"},
-		{Key: "scale_rewards", Native: "advantage.norm_std", Value: rename("scale_rewards", map[string]string{
-			"true": "true", "True": "true", "group": "true", "false": "false", "False": "false", "none": "false"}),
-			Note: "true or group → divide by the group's std; false or none → do not (batch is not supported)"},
+		{Key: "scale_rewards", Value: rename("scale_rewards", map[string]string{
+			"true": "group", "True": "group", "group": "group", "batch": "batch", "false": "none", "False": "none", "none": "none"}), Derived: true,
+			Note: "true or group → advantage.norm_std true (the group's std); batch → norm_std true, advantage.std_over batch (the std of the whole step); false or none → norm_std false"},
 		{Key: "num_iterations", Native: "update.epochs", Note: "updates per generated batch"},
 		{Key: "mask_truncated_completions", Native: "rollout.mask_truncated"},
 		{Key: "gradient_checkpointing", Native: "update.gradient_checkpointing"},
@@ -103,6 +103,11 @@ func deriveTRL(c *Config, g given) error {
 		} else {
 			errs = append(errs, c.Set("rollout.tasks", strconv.Itoa(completions/c.Rollout.GroupSize), where+" (per_device_train_batch_size)"))
 		}
+	}
+	if sr, ok := g["scale_rewards"]; ok {
+		where := sr.where + " (scale_rewards)"
+		scope := map[string]string{"group": "group", "batch": "batch", "none": "group"}[sr.node.Value]
+		errs = append(errs, c.Set("advantage.norm_std", strconv.FormatBool(sr.node.Value != "none"), where), c.Set("advantage.std_over", scope, where))
 	}
 	if e, ok := g["epsilon"]; ok {
 		errs = append(errs, c.Set("loss.clip_low", e.node.Value, e.where+" (epsilon)"))

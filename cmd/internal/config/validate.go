@@ -136,12 +136,12 @@ func (c *Config) validateEnv() error {
 
 func (c *Config) validateData() error {
 	d := c.Data
-	if d.Train == "" {
+	if len(d.Train) == 0 {
 		if err := c.check(setting.In("data.train_size", d.TrainSize, 1, setting.MaxCount)); err != nil {
 			return err
 		}
 	}
-	if d.Val == "" {
+	if len(d.Val) == 0 {
 		return c.check(setting.In("data.val_size", d.ValSize, 1, setting.MaxCount))
 	}
 	return nil
@@ -175,7 +175,7 @@ func (c *Config) validateCombined() error {
 		return c.bad("rollout.slots", "%d sequences decoded at once × %d tokens each (rollout.max_len): must be at most %d tokens",
 			r.Slots, c.MaxLen(), int64(setting.MaxTokensPerStep))
 	}
-	if c.Data.Val == "" {
+	if len(c.Data.Val) == 0 {
 		if err := c.CheckEvalSize(c.Data.ValSize, fmt.Sprintf("data.val_size %d", c.Data.ValSize)); err != nil {
 			return err
 		}

@@ -16,20 +16,6 @@ import (
 // The value translations of the foreign tables. Each returns the native value as YAML text, or
 // "" to set nothing.
 
-// hydraPath reads a file path given as a string or as a Hydra list of one ("['a.parquet']").
-func hydraPath(n *yaml.Node) (string, error) {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		return n.Value, nil
-	case yaml.SequenceNode:
-		if len(n.Content) == 1 && n.Content[0].Kind == yaml.ScalarNode {
-			return n.Content[0].Value, nil
-		}
-		return "", fmt.Errorf("%d files: one file is read here (concatenate them into one parquet or JSONL file)", len(n.Content))
-	}
-	return "", fmt.Errorf("want a file path or a list of one, got %s", kindName(n))
-}
-
 // unsetIf sets nothing for the values that mean "unset" in the foreign project (verl's -1 and
 // null), the value itself otherwise.
 func unsetIf(unset ...string) func(*yaml.Node) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/inputs"
@@ -18,10 +19,12 @@ const (
 	valSeedSalt   = 0x76616c // "val"
 )
 
-// loadTasks reads a dataset file (with the answers of ground_truth_file applied) or generates n
-// tasks of the environment. note, when not empty, reports skipped rows for the log.
-func loadTasks(path string, n int, seed int64, c *config.Config, e *env.Environment) (ts []env.Task, note string, err error) {
-	if path == "" {
+// loadTasks reads the dataset files, in order and their rows concatenated (with the answers of
+// ground_truth_file applied), or generates n tasks of the environment when there are none. val
+// says they are the validation set (its size is bounded). note, when not empty, reports skipped
+// rows for the log.
+func loadTasks(files config.Files, val bool, n int, seed int64, c *config.Config, e *env.Environment) (ts []env.Task, note string, err error) {
+	if len(files) == 0 {
 		if e.Generate == nil {
 			return nil, "", fmt.Errorf("environment %s generates no tasks: give data.train and data.val files", e.Name)
 		}
@@ -31,27 +34,32 @@ func loadTasks(path string, n int, seed int64, c *config.Config, e *env.Environm
 		}
 		return env.TasksFromRows(rows), "", nil
 	}
-	rows, st, err := inputs.Rows(path, data.Options{SkipInvalid: c.Data.SkipInvalid})
-	if err != nil {
-		return nil, "", err
-	}
-	if err := c.CheckRows(path, rows); err != nil {
-		return nil, "", err
-	}
-	if path == c.Data.Val {
-		if err := c.CheckEvalSize(len(rows), fmt.Sprintf("the %d rows of data.val %s", len(rows), path)); err != nil {
+	var rows []data.Row
+	var notes []string
+	for _, path := range files {
+		rs, st, err := inputs.Rows(path, data.Options{SkipInvalid: c.Data.SkipInvalid})
+		if err != nil {
 			return nil, "", err
 		}
+		if err := c.CheckRows(path, rs); err != nil {
+			return nil, "", err
+		}
+		if st.Skipped > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d malformed rows skipped (the first: %v)", path, st.Skipped, &st.Errors[0]))
+		}
+		rows = append(rows, rs...)
 	}
-	if st.Skipped > 0 {
-		note = fmt.Sprintf("%s: %d malformed rows skipped (the first: %v)", path, st.Skipped, &st.Errors[0])
+	if val {
+		if err := c.CheckEvalSize(len(rows), fmt.Sprintf("the %d rows of data.val %s", len(rows), files)); err != nil {
+			return nil, "", err
+		}
 	}
 	if c.Data.GroundTruthFile != "" {
 		if err := data.ApplyGroundTruth(rows, c.Data.GroundTruthFile); err != nil {
 			return nil, "", err
 		}
 	}
-	return env.TasksFromRows(rows), note, nil
+	return env.TasksFromRows(rows), strings.Join(notes, "; "), nil
 }
 
 // datasets are the run's training and validation tasks.
@@ -64,14 +72,14 @@ func loadDatasets(c *config.Config, e *env.Environment) (*datasets, error) {
 	d := &datasets{}
 	var err error
 	seed := int64(c.Seed)
-	if d.train, err = d.load(c.Data.Train, c.Data.TrainSize, seed^trainSeedSalt, c, e); err != nil {
+	if d.train, err = d.load(c.Data.Train, false, c.Data.TrainSize, seed^trainSeedSalt, c, e); err != nil {
 		return nil, fmt.Errorf("training data: %w", err)
 	}
-	if d.val, err = d.load(c.Data.Val, c.Data.ValSize, seed^valSeedSalt, c, e); err != nil {
+	if d.val, err = d.load(c.Data.Val, true, c.Data.ValSize, seed^valSeedSalt, c, e); err != nil {
 		return nil, fmt.Errorf("validation data: %w", err)
 	}
 	inputs.Release() // the tasks are built: the rows read need not be kept
-	if c.Data.Val == "" {
+	if len(c.Data.Val) == 0 {
 		d.val = heldOut(d.val, d.train)
 		if len(d.val) == 0 {
 			return nil, fmt.Errorf("validation data: every generated task is also a training task")
@@ -80,8 +88,8 @@ func loadDatasets(c *config.Config, e *env.Environment) (*datasets, error) {
 	return d, nil
 }
 
-func (d *datasets) load(path string, n int, seed int64, c *config.Config, e *env.Environment) ([]env.Task, error) {
-	ts, note, err := loadTasks(path, n, seed, c, e)
+func (d *datasets) load(files config.Files, val bool, n int, seed int64, c *config.Config, e *env.Environment) ([]env.Task, error) {
+	ts, note, err := loadTasks(files, val, n, seed, c, e)
 	if note != "" {
 		d.notes = append(d.notes, note)
 	}

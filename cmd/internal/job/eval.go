@@ -85,7 +85,7 @@ func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajecto
 		return nil, nil, err
 	}
 	defer ext.Close()
-	tasks, _, err := loadTasks(c.Data.Val, c.Data.ValSize, int64(c.Seed)^valSeedSalt, c, envs)
+	tasks, _, err := loadTasks(c.Data.Val, true, c.Data.ValSize, int64(c.Seed)^valSeedSalt, c, envs)
 	inputs.Release()
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation data: %w", err)

@@ -159,10 +159,18 @@ func (j *job) openRest(ctx context.Context) error {
 // checkInputs checks that the directories and files the configuration names exist, before the
 // run directory is touched: a mistyped path leaves nothing behind.
 func checkInputs(c *config.Config, modelDir, criticDir string) error {
-	for _, f := range []struct{ key, path, must string }{
-		{"model", modelDir, "config.json"}, {"critic_model", criticDir, "config.json"},
-		{"data.train", c.Data.Train, ""}, {"data.val", c.Data.Val, ""}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
-	} {
+	checks := []struct{ key, path, must string }{
+		{"model", modelDir, "config.json"}, {"critic_model", criticDir, "config.json"}, {"data.ground_truth_file", c.Data.GroundTruthFile, ""},
+	}
+	for _, d := range []struct {
+		key   string
+		files config.Files
+	}{{"data.train", c.Data.Train}, {"data.val", c.Data.Val}} {
+		for _, f := range d.files {
+			checks = append(checks, struct{ key, path, must string }{d.key, f, ""})
+		}
+	}
+	for _, f := range checks {
 		if f.path == "" {
 			continue
 		}
