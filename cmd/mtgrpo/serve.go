@@ -55,6 +55,7 @@ func serveCmd(args []string) error {
 	fs.StringVar(&o.apiKey, "api-key", "", "serve only requests bearing this key (default: any key, or none)")
 	fs.IntVar(&o.slots, "slots", 8, "calls generated at once (the engine's KV slots); more wait in line")
 	fs.IntVar(&o.cacheSlots, "cache-slots", -1, "KV slots keeping finished calls for their conversation's next call (default: --slots; 0: no reuse)")
+	fs.Lookup("cache-slots").DefValue = "0" // not printed: the default, -1, stands for --slots' value, as the usage says
 	fs.IntVar(&o.maxLen, "max-len", 4096, "KV cache length of a call: prompt and completion together")
 	fs.StringVar(&o.device, "device", "cpu", "cpu, cuda or cuda:N")
 	fs.StringVar(&o.dtype, "dtype", "", "compute dtype (default: float32 on cpu, the checkpoint's otherwise)")
