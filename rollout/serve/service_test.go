@@ -69,7 +69,7 @@ func TestAgentServicePlaysEpisodes(t *testing.T) {
 // or at once; the batch returns.
 func TestAgentServiceFailuresAreContained(t *testing.T) {
 	needNode(t)
-	g := newAgentRig(t, agent.Config{Service: true, Reward: agent.FromProgram, Time: 3 * time.Second})
+	g := newAgentRig(t, agent.Config{Service: true, Reward: agent.FromProgram})
 	tasks := multTasks(t, 1)
 	const take = `const u = process.env.MTGRPO_URL; (async () => { for (;;) {
 		const r = await fetch(u + "/mtgrpo/episodes/next", {method: "POST", body: '{"wait_s": 1}'});
@@ -81,7 +81,7 @@ func TestAgentServiceFailuresAreContained(t *testing.T) {
 	for _, c := range []struct {
 		name, service, want string
 	}{
-		{"none", "", "no agent service took it within env.agent.time (3s)"}, // "took it": by the time limit
+		{"none", "", "no agent service took it within env.agent.time (2s)"}, // "took it": by the time limit
 		{"abandons", take + `} })()`, "took it and did not finish it"},
 		{"fails", take + `await fetch(ep.base_url + "/mtgrpo/finish", {method: "POST", headers: h, body: '{"error": "the sandbox is down"}'}); } })()`,
 			"agent service: reported an error: the sandbox is down"},
@@ -90,6 +90,16 @@ func TestAgentServiceFailuresAreContained(t *testing.T) {
 		{"scores", take + `await fetch(ep.base_url + "/mtgrpo/finish", {method: "POST", headers: h, body: '{"reward": 0.25}'}); } })()`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// A service has time to start node on a loaded machine and take the episode; the
+			// ones that finish it end the episode at once.
+			limit := time.Minute
+			switch c.name {
+			case "none":
+				limit = 2 * time.Second
+			case "abandons":
+				limit = 6 * time.Second
+			}
+			g.agents.cfg.Time = limit
 			if c.service != "" {
 				defer g.startService(t, "-e", c.service)()
 			}
@@ -102,8 +112,8 @@ func TestAgentServiceFailuresAreContained(t *testing.T) {
 			case c.want != "" && (tr.Err == nil || !strings.Contains(tr.Err.Error(), c.want) || tr.End != rollout.EndError):
 				t.Errorf("%v; want %q", tr.Err, c.want)
 			}
-			if c.want != "" && strings.Contains(c.want, "took it") && took < 3*time.Second {
-				t.Errorf("failed after %v: want the 3 s limit", took)
+			if limit < time.Minute && took < limit {
+				t.Errorf("failed after %v: want the %v limit", took, limit)
 			}
 			t.Logf("%v after %v", tr.Err, took.Round(time.Millisecond))
 		})
