@@ -33,15 +33,52 @@ const (
 // LinearModules are the decoder's linear modules in the order of a layer's forward pass.
 var LinearModules = []string{ModuleQ, ModuleK, ModuleV, ModuleO, ModuleGate, ModuleUp, ModuleDown}
 
-// LoRAConfig describes the adapters (PEFT's LoraConfig fields of the same meaning).
+// LoRAConfig describes the adapters (PEFT's LoraConfig fields of the same meaning): the run
+// configuration's lora: section, whose rank 0 (the default) means no adapters.
 type LoRAConfig struct {
-	Rank    int     // r
-	Alpha   float64 // lora_alpha
-	Dropout float64 // lora_dropout: on the adapter's input, in training passes only
-	// TargetModules are LinearModules names, or AllLinear alone (empty: AllLinear).
-	TargetModules []string
-	RSLoRA        bool // use_rslora: scale alpha/√r instead of alpha/r
+	// Rank is r, the adapters' rank (0 in the lora: section: none, the whole model trains).
+	Rank int `yaml:"rank"`
+	// Alpha is lora_alpha: the update is scaled by alpha/r (alpha/√r with UseRSLoRA).
+	Alpha float64 `yaml:"alpha"`
+	// Dropout is lora_dropout, on the adapters' input in training passes only.
+	Dropout float64 `yaml:"dropout"`
+	// TargetModules are the linear layers that carry adapters, by PEFT's names (q_proj, k_proj,
+	// v_proj, o_proj, gate_proj, up_proj, down_proj), or all-linear alone (empty: all-linear).
+	TargetModules Modules `yaml:"target_modules"`
+	// RSLoRA is use_rslora: rank-stabilised scaling alpha/√r.
+	RSLoRA bool `yaml:"use_rslora"`
 }
+
+// DefaultLoRA is the lora: section's default: no adapters; given a rank, verl's alpha 16 on every
+// linear layer, no dropout.
+func DefaultLoRA() LoRAConfig {
+	return LoRAConfig{Alpha: 16, TargetModules: Modules{AllLinear}}
+}
+
+// Modules is a list of module names; written as one string it is a comma-separated list
+// (target_modules: all-linear, as PEFT and verl take it).
+type Modules []string
+
+// UnmarshalText reads a list written as one string.
+func (m *Modules) UnmarshalText(b []byte) error {
+	*m = nil
+	for _, s := range strings.Split(string(b), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*m = append(*m, s)
+		}
+	}
+	return nil
+}
+
+// LoRAFieldError is a LoRAConfig field out of range, named by its key in the lora: section.
+type LoRAFieldError struct {
+	Field string // rank, alpha, dropout, target_modules
+	Err   error
+}
+
+func (e *LoRAFieldError) Error() string { return "lora: " + e.Field + " " + e.Err.Error() }
+
+func (e *LoRAFieldError) Unwrap() error { return e.Err }
 
 // Scale is the factor on B·A: alpha/r, or alpha/√r with rsLoRA.
 func (c LoRAConfig) Scale() float64 {
@@ -65,22 +102,25 @@ func (c LoRAConfig) Targets() []string {
 	return ts
 }
 
-// Validate names the first field that is out of range.
+// Validate names the first field that is out of range (a LoRAFieldError).
 func (c LoRAConfig) Validate() error {
+	bad := func(field, format string, a ...any) error {
+		return &LoRAFieldError{Field: field, Err: fmt.Errorf(format, a...)}
+	}
 	switch {
 	case c.Rank < 1 || c.Rank > 1<<16:
-		return fmt.Errorf("lora: rank %d is not in [1, 65536]", c.Rank)
+		return bad("rank", "%d is not in [1, 65536]", c.Rank)
 	case !(c.Alpha > 0) || math.IsInf(c.Alpha, 0):
-		return fmt.Errorf("lora: alpha %v is not a positive finite number", c.Alpha)
+		return bad("alpha", "%v is not a positive finite number", c.Alpha)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
-		return fmt.Errorf("lora: dropout %v is not in [0, 1)", c.Dropout)
+		return bad("dropout", "%v is not in [0, 1)", c.Dropout)
 	}
 	for _, m := range c.TargetModules {
 		if m == AllLinear && len(c.TargetModules) > 1 {
-			return fmt.Errorf("lora: target module %q stands alone, not beside %v", AllLinear, c.TargetModules)
+			return bad("target_modules", "%q stands alone, not beside %v", AllLinear, c.TargetModules)
 		}
 		if m != AllLinear && !slices.Contains(LinearModules, m) {
-			return fmt.Errorf("lora: target module %q is not one of %s or %q", m, strings.Join(LinearModules, ", "), AllLinear)
+			return bad("target_modules", "%q is not one of %s or %q", m, strings.Join(LinearModules, ", "), AllLinear)
 		}
 	}
 	return nil
@@ -249,6 +289,22 @@ func (m *Model) nextDropSeed() uint64 {
 	}
 	m.lora.pass++
 	return m.lora.pass
+}
+
+// LoRAPasses is how many training passes have drawn dropout masks (0 without adapters): a
+// checkpoint keeps it so that a resumed run draws the masks it would have drawn.
+func (m *Model) LoRAPasses() uint64 {
+	if m.lora == nil {
+		return 0
+	}
+	return m.lora.pass
+}
+
+// SetLoRAPasses restores LoRAPasses from a checkpoint.
+func (m *Model) SetLoRAPasses(n uint64) {
+	if m.lora != nil {
+		m.lora.pass = n
+	}
 }
 
 // add returns y + scale·B(A(dropout(x))), made in float32 and cast to y's dtype.

@@ -121,7 +121,8 @@ type AdapterDir struct {
 
 // ReadAdapter reads and checks dir's adapter_config.json: a LoRA adapter for a causal LM whose
 // settings this program applies as PEFT does (no bias, DoRA, per-module ranks, layer subsets or
-// extra trained modules: each is refused by name).
+// extra trained modules: each is refused by name); and the base's fingerprint from the weights
+// file's header, when this program wrote it.
 func ReadAdapter(dir string) (*AdapterDir, error) {
 	path := filepath.Join(dir, AdapterConfigFile)
 	b, err := bounded.ReadFile(path, bounded.Small)
@@ -175,6 +176,10 @@ func ReadAdapter(dir string) (*AdapterDir, error) {
 	}
 	if err := a.Config.Validate(); err != nil {
 		return nil, bad("%v", err)
+	}
+	if f, err := safetensors.Open(filepath.Join(dir, AdapterWeightsFile)); err == nil { // else LoadAdapters says why
+		a.Base.Fingerprint = f.Metadata()[metaBase]
+		f.Close()
 	}
 	return a, nil
 }
@@ -258,9 +263,6 @@ func (m *Model) LoadAdapters(a *AdapterDir) (err error) {
 		return fmt.Errorf("lora: %w", err)
 	}
 	defer f.Close()
-	if fp := f.Metadata()[metaBase]; fp != "" {
-		a.Base.Fingerprint = fp
-	}
 	c := a.Config
 	if c.TargetModules, err = m.adapterModules(f, path, a.listed, c.Targets()); err != nil {
 		return err

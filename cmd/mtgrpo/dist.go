@@ -169,7 +169,10 @@ func sageMakerTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	src := filepath.Join(sm.CheckpointDir(), job.ModelDir)
 	if _, err := os.Stat(filepath.Join(src, "config.json")); err != nil {
-		return nil // export turned off
+		src = filepath.Join(sm.CheckpointDir(), job.AdapterDir) // a LoRA run's adapters
+		if _, err := os.Stat(src); err != nil {
+			return nil // export turned off
+		}
 	}
 	if err := os.CopyFS(sm.ModelDir(), os.DirFS(src)); err != nil {
 		return fmt.Errorf("train: copying the model to %s: %w", sm.ModelDir(), err)

@@ -26,6 +26,7 @@ var evalCommand = command{
 	examples: []string{
 		"mtgrpo eval --checkpoint runs/demo                       # the run's newest checkpoint, its own settings",
 		"mtgrpo eval --model runs/demo/model --env calc_mult --tasks 100",
+		"mtgrpo eval --adapter runs/lora/adapter --env calc_mult          # a LoRA adapter on its base model",
 		"mtgrpo eval --model Qwen/Qwen2.5-0.5B-Instruct --preset math --val-data test.parquet --samples 8 --greedy=false --temperature 0.7",
 	},
 }
@@ -54,6 +55,7 @@ func evalCmd(args []string) error {
 	fs := evalCommand.flags()
 	rf := newRunFlags(fs, evalKeys)
 	ckFlag := fs.String("checkpoint", "", "a checkpoint directory, or a run directory (its newest checkpoint); its configuration is the base")
+	adapterFlag := fs.String("adapter", "", adapterUsage)
 	out := fs.String("out", "", "write eval.json and the trajectories (samples.txt, samples.jsonl) here")
 	printOnly := fs.Bool("print-config", false, "print the resolved configuration as YAML and exit")
 	threadSpec := threadsFlag(fs)
@@ -64,7 +66,10 @@ func evalCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	modelDir, step := "", -1
+	modelDir, adapter, step := "", *adapterFlag, -1
+	if *ckFlag != "" && adapter != "" {
+		return usagef("eval: give --checkpoint or --adapter, not both (a LoRA checkpoint holds its adapters)")
+	}
 	if *ckFlag != "" {
 		ck, err := evalCheckpoint(*ckFlag)
 		if err != nil {
@@ -73,12 +78,24 @@ func evalCmd(args []string) error {
 		if src.Base, err = job.SavedConfig(ck.Dir); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
-		modelDir, step = job.ModelOf(ck.Dir), ck.Step
+		if modelDir, adapter, err = job.PolicyOf(ck.Dir); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		step = ck.Step
 		if *out == "" && ck.Run != "" {
 			*out = filepath.Join(ck.Run, "eval", fmt.Sprintf("step-%08d", ck.Step))
 		}
-	} else if !fs.Lookup("model").Changed && os.Getenv("MODEL") == "" {
-		return usagef("eval: give --model DIR or --checkpoint PATH")
+	} else if !fs.Lookup("model").Changed && os.Getenv("MODEL") == "" && adapter == "" {
+		return usagef("eval: give --model DIR or --checkpoint PATH (or --adapter DIR)")
+	}
+	if adapter != "" && *ckFlag == "" {
+		if pre, err := config.ResolveUnchecked(src); err == nil && pre.Model == "" { // the adapter's base
+			name, err := withAdapter("eval", "", adapter)
+			if err != nil {
+				return err
+			}
+			src.Overrides = append(src.Overrides, config.Override{Key: "model", Value: name, Where: "--adapter (base_model_name_or_path)"})
+		}
 	}
 	cfg, err := config.Resolve(src)
 	if err != nil {
@@ -87,6 +104,9 @@ func evalCmd(args []string) error {
 	warnConfig("eval", cfg)
 	if modelDir == "" || fs.Lookup("model").Changed {
 		modelDir = cfg.Model
+	}
+	if modelDir, err = withAdapter("eval", modelDir, adapter); err != nil {
+		return err
 	}
 	if *printOnly {
 		return printConfig(cfg)
@@ -105,18 +125,19 @@ func evalCmd(args []string) error {
 			return usagef("eval: --out %v", err)
 		}
 	}
-	return runEval(cfg, modelDir, *threadSpec, *out, max(step, 0))
+	return runEval(cfg, modelDir, adapter, *threadSpec, *out, max(step, 0))
 }
 
-// runEval evaluates modelDir, prints the metrics and, with out, writes them and the trajectories.
-func runEval(cfg *config.Config, modelDir, threadSpec, out string, step int) error {
+// runEval evaluates modelDir (with adapter's LoRA adapters, "" for none), prints the metrics and,
+// with out, writes them and the trajectories.
+func runEval(cfg *config.Config, modelDir, adapter, threadSpec, out string, step int) error {
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	var m grpo.Metrics
 	var trajs []*rollout.Trajectory
 	err := withTorch(threadSpec, func() error {
 		var err error
-		m, trajs, err = job.Eval(context.Background(), job.EvalOptions{Config: cfg, Model: modelDir, Bars: bars})
+		m, trajs, err = job.Eval(context.Background(), job.EvalOptions{Config: cfg, Model: modelDir, Adapter: adapter, Bars: bars})
 		return err
 	})
 	if err != nil {

@@ -22,7 +22,8 @@ func TestForeignCommandLine(t *testing.T) {
 	rf := newRunFlags(fs, commonKeys)
 	err := rf.parse(trainCommand, []string{"--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
 		"--train_cfgs.multi_turn", "false", "--actor_rollout_ref.rollout.temperature=0.5",
-		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5", "--learning_rate", "2e-6", "--bf16", "max_turns=4"})
+		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5", "--learning_rate", "2e-6", "--bf16", "max_turns=4",
+		"--use_peft", "--lora_target_modules", "q_proj", "up_proj", "--lora_r", "8"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +41,10 @@ func TestForeignCommandLine(t *testing.T) {
 		c.Optim.LR != 2e-6 || c.DType != "bfloat16" {
 		t.Errorf("group %d tasks %d turns %d temperature %v epochs %d train %q model %q", c.Rollout.GroupSize, c.Rollout.Tasks,
 			c.Rollout.MaxTurns, c.Rollout.Sampling.Temperature, c.Train.Epochs, c.Data.Train, c.Model)
+	}
+	// TRL's nargs="+" list and a switch given alone.
+	if l := c.PolicyLoRA(); l == nil || l.Rank != 8 || strings.Join(l.TargetModules, ",") != "q_proj,up_proj" {
+		t.Errorf("lora %+v", l)
 	}
 	if got := c.Origin("optim.lr"); got != "--learning_rate" {
 		t.Errorf("origin %q", got)

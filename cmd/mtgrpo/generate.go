@@ -23,13 +23,15 @@ var generateCommand = command{
 	examples: []string{
 		`mtgrpo generate --model models/tiny --prompt "What is 6 times 7?"`,
 		`mtgrpo generate --model Qwen/Qwen2.5-0.5B-Instruct --prompt hi --n 4 --temperature 0.7 --top-p 0.9 --device cuda`,
+		`mtgrpo generate --adapter runs/lora/adapter --prompt "What is 6 times 7?"   # the adapter's base model`,
 	},
 }
 
 // generate is `mtgrpo generate`.
 func generate(args []string) error {
 	fs := generateCommand.flags()
-	dir := fs.String("model", "", "model directory (config.json, safetensors, tokenizer files) or Hugging Face Hub id ORG/NAME[@REVISION] (required)")
+	dir := fs.String("model", "", "model directory (config.json, safetensors, tokenizer files) or Hugging Face Hub id ORG/NAME[@REVISION] (required without --adapter)")
+	adapter := fs.String("adapter", "", adapterUsage)
 	prompts := fs.StringArray("prompt", nil, "a prompt (repeatable); rendered as a user message unless --raw")
 	raw := fs.Bool("raw", false, "encode prompts as they are, without the chat template")
 	n := fs.Int("n", 1, "samples per prompt")
@@ -49,8 +51,12 @@ func generate(args []string) error {
 	if err := generateCommand.parse(fs, args); err != nil {
 		return err
 	}
+	var err error
+	if *dir, err = withAdapter("generate", *dir, *adapter); err != nil {
+		return err
+	}
 	if *dir == "" || len(*prompts) == 0 {
-		return usagef("generate: --model and at least one --prompt are required")
+		return usagef("generate: --model and at least one --prompt are required (--adapter alone names its base model)")
 	}
 	if err := checkSampling(*n, *maxLen, s); err != nil {
 		return err
@@ -66,7 +72,6 @@ func generate(args []string) error {
 	if err := checkDevice("generate", *device, 1); err != nil {
 		return err
 	}
-	var err error
 	if *dir, err = resolveModel("generate", "--model", *dir); err != nil {
 		return err
 	}
@@ -78,7 +83,7 @@ func generate(args []string) error {
 	// Everything large (the tokenizer's tables, the weights, the KV cache) is taken after the
 	// address-space check of withTorch, which knows of it.
 	return withTorch(*threadSpec, func() error {
-		p, err := setup.Open(setup.Options{Dir: *dir, Device: *device, DType: *dtype, Slots: slots,
+		p, err := setup.Open(setup.Options{Dir: *dir, Adapter: *adapter, Device: *device, DType: *dtype, Slots: slots,
 			MaxLen: *maxLen, Seed: *seed, Progress: &progress.Load{Bars: bars}})
 		if err != nil {
 			return fmt.Errorf("generate: %w", err)

@@ -96,7 +96,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	}
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
-		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference(),
+		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil,
 		Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32

@@ -101,6 +101,10 @@ func (r *runFlags) takeForeign(args []string) ([]string, error) {
 			} else {
 				i++
 				value = args[i]
+				for config.ManyValued(name) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !strings.Contains(args[i+1], "=") {
+					i++
+					value += " " + args[i] // nargs="+": --lora_target_modules q_proj v_proj
+				}
 			}
 		}
 		if isHydra {

@@ -74,7 +74,7 @@ func serveCmd(args []string) error {
 	if err := checkDevice("serve", o.device, 1); err != nil {
 		return err
 	}
-	dir, vars, err := o.resolve()
+	dir, adapter, vars, err := o.resolve()
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func serveCmd(args []string) error {
 	bars := progress.New(os.Stderr)
 	defer bars.Wait()
 	return withTorch(*threadSpec, func() error {
-		p, err := setup.Open(setup.Options{Dir: dir, Device: o.device, DType: o.dtype, Slots: o.slots, MaxLen: o.maxLen,
+		p, err := setup.Open(setup.Options{Dir: dir, Adapter: adapter, Device: o.device, DType: o.dtype, Slots: o.slots, MaxLen: o.maxLen,
 			Seed: o.seed, Parked: o.cacheSlots, Progress: &progress.Load{Bars: bars}})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -134,21 +134,30 @@ func (o *serveOptions) check() error {
 }
 
 // resolve finds the model directory (a Hub id is fetched, a run's newest checkpoint found) and,
-// for a checkpoint, the chat template variables it was trained with.
-func (o *serveOptions) resolve() (string, map[string]any, error) {
+// for a checkpoint, its LoRA adapters ("": none) and the chat template variables it was trained
+// with.
+func (o *serveOptions) resolve() (dir, adapter string, vars map[string]any, err error) {
 	if o.checkpoint == "" {
 		dir, err := resolveModel("serve", "--model", o.model)
-		return dir, nil, err
+		return dir, "", nil, err
 	}
 	ck, err := evalCheckpoint(o.checkpoint)
 	if err != nil {
-		return "", nil, usagef("serve: %v", err)
+		return "", "", nil, usagef("serve: %v", err)
 	}
 	cfg, err := job.SavedConfig(ck.Dir)
 	if err != nil {
-		return "", nil, fmt.Errorf("serve: %w", err)
+		return "", "", nil, fmt.Errorf("serve: %w", err)
 	}
-	return job.ModelOf(ck.Dir), cfg.Rollout.ChatVars, nil
+	if dir, adapter, err = job.PolicyOf(ck.Dir); err != nil {
+		return "", "", nil, fmt.Errorf("serve: %w", err)
+	}
+	if adapter != "" { // the base of a LoRA run: a directory or a Hub id
+		if dir, err = resolveModel("serve", "the checkpoint's base model", dir); err != nil {
+			return "", "", nil, err
+		}
+	}
+	return dir, adapter, cfg.Rollout.ChatVars, nil
 }
 
 // runServer serves on ln, the engine driven on this goroutine (the torch thread), until SIGINT

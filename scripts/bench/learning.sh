@@ -12,6 +12,11 @@
 #               of grpo_multiturn, and of mt_grpo for the first two seeds. Held-out score and tool
 #               calls per episode every EVERY RL steps. About 25 minutes on 2 cores.
 #
+#   lora        the demo's recipe with seeds LORA_SEEDS: from each seed's warm-up (demos' own when
+#               it is there), STEPS RL steps of full training (optim.lr 1e-4, the demo's) and of
+#               LoRA adapters (rank LORA_RANK, alpha 2×rank, every linear layer, optim.lr LORA_LR),
+#               side by side. Sampled held-out score and tool calls every EVERY RL steps.
+#
 # On three factors (two calculator calls, then the answer: 3 turns), with every demonstration
 # calling the calculator and greedy evaluation:
 #
@@ -61,11 +66,12 @@ cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
 OUT=${OUT:-runs/bench-learning}
 WHAT=${1:-all}
-case "$WHAT" in demos | contexts | wikiqa | lake | gsm8k | all) ;; *) echo "usage: $0 [demos|contexts|wikiqa|lake|gsm8k|all]" >&2; exit 2 ;; esac
+case "$WHAT" in demos | contexts | wikiqa | lake | gsm8k | lora | all) ;; *) echo "usage: $0 [demos|contexts|wikiqa|lake|gsm8k|lora|all]" >&2; exit 2 ;; esac
 SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:-0 1 2}
 SFT_WIKI_STEPS=${SFT_WIKI_STEPS:-600} WIKI_SEEDS=${WIKI_SEEDS:-0} WIKI_COUNTRIES=${WIKI_COUNTRIES:-1000} WIKI_TRAIN=${WIKI_TRAIN:-2048}
 SFT_LAKE_STEPS=${SFT_LAKE_STEPS:-800} LAKE_SEEDS=${LAKE_SEEDS:-0 1} LAKE_SIZE=${LAKE_SIZE:-3}
 SFT_GSM_STEPS=${SFT_GSM_STEPS:-800} GSM_SEEDS=${GSM_SEEDS:-0 1} GSM_MAX=${GSM_MAX:-20}
+LORA_SEEDS=${LORA_SEEDS:-1 2} LORA_RANK=${LORA_RANK:-16} LORA_LR=${LORA_LR:-1e-3}
 STEPS=${STEPS:-30} EVERY=${EVERY:-5}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
@@ -248,8 +254,32 @@ gsm8k() {
   TOOLS=4 table "${runs[@]}"
 }
 
+# lora: full training against LoRA adapters from the same warm-ups, with the same seeds; the
+# warm-ups side by side, then each seed's two RL runs side by side.
+lora() {
+  local s pids=() runs=()
+  for s in $LORA_SEEDS; do
+    if [ ! -f "$OUT/demo_s$s-model/config.json" ]; then
+      warm "demo_s$s" "$SFT_DEMO_STEPS" --seed "$s" &
+      pids+=($!)
+    fi
+  done
+  waitall "${pids[@]}"
+  for s in $LORA_SEEDS; do
+    rl "full_s$s" "$OUT/demo_s$s-model" --seed "$s" &
+    local a=$!
+    rl "lora_s$s" "$OUT/demo_s$s-model" --seed "$s" --set lora.rank="$LORA_RANK" --set lora.alpha="$((2 * LORA_RANK))" \
+      --set lora.target_modules=all-linear --set optim.lr="$LORA_LR" &
+    waitall "$a" $!
+    runs+=("full_s$s" "lora_s$s")
+  done
+  echo "full training against LoRA (rank $LORA_RANK, alpha $((2 * LORA_RANK)), all linear layers, lr $LORA_LR) from the demo's warm-ups; sampled held-out score, tool calls:"
+  TOOLS=1 table "${runs[@]}"
+}
+
 case "$WHAT" in
 demos) demos ;;
+lora) lora ;;
 wikiqa) wikiqa ;;
 lake) lake ;;
 gsm8k) gsm8k ;;

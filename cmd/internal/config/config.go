@@ -10,6 +10,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/env/sandbox"
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -28,6 +29,11 @@ type Config struct {
 	Init *modelinit.Spec `yaml:"init,omitempty"`
 	// CriticModel is the critic's starting weights for the gae estimator (empty: Model).
 	CriticModel string `yaml:"critic_model,omitempty"`
+	// LoRA, with a rank > 0, trains low-rank adapters on the policy's linear layers instead of the
+	// whole model (model.LoRAConfig): the base stays frozen in its dtype, the KL reference is the
+	// base with the adapters switched off, checkpoints and the export hold the adapters in PEFT's
+	// layout (docs/models.md).
+	LoRA model.LoRAConfig `yaml:"lora"`
 	// RunDir receives config.yaml, metrics, the log, samples, checkpoints and the exported model.
 	RunDir string `yaml:"run_dir"`
 	// Device is cpu, cuda or cuda:N; DType the compute dtype ("" is float32 on cpu, the
@@ -168,6 +174,7 @@ func Defaults() *Config {
 		Update:    g.Update,
 		DAPO:      g.DAPO,
 		Critic:    g.Critic,
+		LoRA:      model.DefaultLoRA(),
 		SFT:       grpo.DefaultSFTConfig(),
 		Train:     TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
 		Eval:      EvalConfig{EvalConfig: grpo.DefaultEvalConfig(), Before: true},

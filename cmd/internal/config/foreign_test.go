@@ -29,6 +29,7 @@ var rowCases = map[string]struct{ in, want string }{
 	"actor_rollout_ref.rollout.multi_turn.enable":              {"false", "1"},
 	"actor_rollout_ref.rollout.multi_turn.max_assistant_turns": {"3", "3"},
 	"algorithm.adv_estimator":                                  {"gae", "gae"},
+	"actor_rollout_ref.model.target_modules":                   {"[q_proj, up_proj]", "[q_proj up_proj]"},
 	"algorithm.kl_penalty":                                     {"mse", "k2"},
 	"lr_scheduler_type":                                        {"cosine", "cosine"},
 	"num_train_epochs":                                         {"3.0", "3"},

@@ -242,6 +242,9 @@ func (c *Config) Compact() string {
 	if err := root.Encode(c); err != nil {
 		return fmt.Sprintf("config: %v", err)
 	}
+	if c.LoRA.Rank == 0 { // no adapters: the section's other defaults say nothing
+		dropKey(&root, "lora")
+	}
 	prune(&root)
 	for i := 1; i < len(root.Content); i += 2 {
 		flow(root.Content[i])
@@ -251,6 +254,16 @@ func (c *Config) Compact() string {
 		return fmt.Sprintf("config: %v", err)
 	}
 	return strings.TrimRight(string(b), "\n")
+}
+
+// dropKey removes key from the mapping n.
+func dropKey(n *yaml.Node, key string) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			n.Content = append(n.Content[:i], n.Content[i+2:]...)
+			return
+		}
+	}
 }
 
 // prune drops the mapping entries whose value is empty, an integer 0, false or a zero duration,

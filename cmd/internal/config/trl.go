@@ -75,6 +75,15 @@ var trlFamily = Family{
 		{Key: "fsdp", Native: "dist.zero_stage", Value: trlFSDP,
 			Note: "full_shard → 3, shard_grad_op → 2, no_shard → 0; auto_wrap is the default (units by layer); offload and hybrid sharding are refused"},
 		{Key: "fsdp_config", Ignore: "FSDP's wrap policy, prefetch and precision: the units are the model's layers, ZeRO-3 prefetches the next one, precision is dtype"},
+		{Key: "use_peft", Value: truth, Derived: true, Note: "true: LoRA adapters (lora.rank > 0) from the lora_* fields, TRL's defaults for those not given"},
+		{Key: "lora_r", Value: positive, Derived: true, Note: "lora.rank with use_peft (TRL's default 16)"},
+		{Key: "lora_alpha", Value: anyNumber, Derived: true, Note: "lora.alpha with use_peft (TRL's default 32)"},
+		{Key: "lora_dropout", Value: anyNumber, Derived: true, Note: "lora.dropout with use_peft (TRL's default 0.05)"},
+		{Key: "lora_target_modules", Value: moduleList, Derived: true,
+			Note: "lora.target_modules with use_peft: a list, all-linear, or names separated by commas or spaces (TRL's default: PEFT's for the architecture, q_proj and v_proj)"},
+		{Key: "use_rslora", Value: truth, Derived: true, Note: "lora.use_rslora with use_peft"},
+		{Key: "use_dora", Value: only("DoRA is not supported: LoRA adapters only", "false")},
+		{Key: "lora_task_type", Value: only("the adapters are a causal LM's", "causal_lm")},
 		{Key: "deepspeed", Native: "dist.zero_stage", Value: trlDeepSpeed,
 			Note: "the DeepSpeed JSON file's zero_optimization.stage (a YAML mapping works too); offload_optimizer and offload_param are refused"},
 	},
@@ -118,5 +127,6 @@ func deriveTRL(c *Config, g given) error {
 	if e, ok := g["epsilon_high"]; ok {
 		errs = append(errs, c.Set("loss.clip_high", e.node.Value, e.where+" (epsilon_high)"))
 	}
+	errs = append(errs, derivePEFT(c, g))
 	return joinErrors(errs)
 }

@@ -49,7 +49,7 @@ func (c *Config) check(ranges ...setting.Checker) error { return c.place(setting
 // settings without effect are warned about (warnEffects).
 func (c *Config) Validate() error {
 	err := joinErrors([]error{c.validateRun(), c.validateEnv(), c.validateData(), c.validateTrainer(), c.validateLoop(),
-		c.validateDist(), c.validateExternal()})
+		c.validateDist(), c.validateExternal(), c.validateLoRA()})
 	if err != nil {
 		return err
 	}

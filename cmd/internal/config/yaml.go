@@ -20,6 +20,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/internal/bounded"
+	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -361,6 +362,7 @@ var sections = map[string]bool{
 	reflect.TypeOf(modelinit.Spec{}).PkgPath():          true,
 	reflect.TypeOf(sandbox.Settings{}).PkgPath():        true,
 	reflect.TypeOf(agent.Config{}).PkgPath():            true,
+	reflect.TypeOf(model.LoRAConfig{}).PkgPath():        true,
 }
 
 func yamlName(f reflect.StructField) string {

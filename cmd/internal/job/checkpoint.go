@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/mtgrpo/mtgrpo/cmd/internal/config"
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
@@ -21,11 +22,14 @@ import (
 // A checkpoint directory (written by run.Checkpoints.Save: atomically, with a manifest) holds:
 //
 //	model/                 the policy as a model directory transformers loads (mtgrpo export copies it)
+//	adapter/               instead of model/ with LoRA: the adapters in PEFT's layout, naming the
+//	                       base model (path or Hub id, revision, the weights' fingerprint)
 //	trainer.safetensors    the trainer's State: optimizer moments and master weights, the critic
 //	state.json             the position: steps done, phase, trainer Progress, data position
 //	config.yaml            the resolved configuration
 const (
 	checkpointModel   = "model"
+	checkpointAdapter = "adapter"
 	checkpointTrainer = "trainer.safetensors"
 	checkpointState   = "state.json"
 )
@@ -48,6 +52,9 @@ type state struct {
 	Trainer grpo.Progress `json:"trainer"`
 	// DataPos is how many training tasks the RL steps have drawn.
 	DataPos int `json:"data_position"`
+	// LoRAPasses is the policy's count of training passes (model.LoRAPasses): a resumed run draws
+	// the dropout masks it would have drawn.
+	LoRAPasses uint64 `json:"lora_passes,omitempty"`
 }
 
 func readState(dir string) (state, error) {
@@ -82,8 +89,9 @@ func (j *job) save(tr *grpo.Trainer) error {
 		}
 		return nil
 	}
+	st.LoRAPasses = j.policy.Model.LoRAPasses()
 	ck, err := j.run.Checkpoints.Save(st.Step, func(dir string) error {
-		if err := j.policy.Model.Export(filepath.Join(dir, checkpointModel), model.ExportOptions{}); err != nil {
+		if err := savePolicy(j.policy.Model, dir, j.base); err != nil {
 			return err
 		}
 		if tr != nil {
@@ -151,6 +159,98 @@ func (j *job) restore(tr *grpo.Trainer) error {
 		return fmt.Errorf("checkpoint %s: %w", j.o.Checkpoint, err)
 	}
 	return nil
+}
+
+// savePolicy writes the policy into a checkpoint directory: its adapters (LoRA), or the model.
+func savePolicy(m *model.Model, dir string, base model.AdapterBase) error {
+	if m.LoRA() != nil {
+		return m.SaveAdapters(filepath.Join(dir, checkpointAdapter), base)
+	}
+	return m.Export(filepath.Join(dir, checkpointModel), model.ExportOptions{})
+}
+
+// checkpointPolicy is where a resumed run's policy comes from: the checkpoint's model, or the base
+// with the checkpoint's adapters. The checkpoint must be of the run's kind (LoRA or not).
+func checkpointPolicy(ck, baseDir string, c *config.Config) (dir, adapter string, err error) {
+	_, statErr := os.Stat(filepath.Join(ck, checkpointAdapter, model.AdapterConfigFile))
+	hasAdapter := statErr == nil
+	switch lora := c.PolicyLoRA() != nil; {
+	case hasAdapter && !lora:
+		return "", "", fmt.Errorf("checkpoint %s holds LoRA adapters, but lora.rank is 0 (%s): resume with the run's lora settings",
+			ck, c.Origin("lora.rank"))
+	case !hasAdapter && lora:
+		return "", "", fmt.Errorf("checkpoint %s holds a whole model, but lora.rank is %d (%s): adapters cannot continue a full run",
+			ck, c.LoRA.Rank, c.Origin("lora.rank"))
+	case lora:
+		return baseDir, filepath.Join(ck, checkpointAdapter), nil
+	}
+	return filepath.Join(ck, checkpointModel), "", nil
+}
+
+// CheckResume checks, before any work, that a checkpoint can continue the run configured by c
+// on the base model in modelDir ("": the configured or the run's random one): the checkpoint is
+// of the run's kind (LoRA or not), and a LoRA checkpoint's adapters were trained on these base
+// weights (their fingerprint).
+func CheckResume(ck string, c *config.Config, modelDir string) error {
+	if ck == "" {
+		return nil
+	}
+	if modelDir == "" {
+		modelDir = c.Model
+	}
+	if modelDir == "" {
+		modelDir = filepath.Join(c.RunDir, BaseModelDir)
+	}
+	_, adapter, err := checkpointPolicy(ck, modelDir, c)
+	if err != nil || adapter == "" {
+		return err
+	}
+	a, err := model.ReadAdapter(adapter)
+	if err != nil || a.Base.Fingerprint == "" {
+		return err
+	}
+	have, err := model.Fingerprint(modelDir)
+	if err != nil {
+		return err
+	}
+	if have != a.Base.Fingerprint {
+		return fmt.Errorf("checkpoint %s was trained on other base weights (%s, %s) than model %s (%s, from %s): "+
+			"adapters continue only on the base they were trained on", ck, a.Base.NameOrPath, a.Base.Fingerprint, modelDir, have, c.Origin("model"))
+	}
+	return nil
+}
+
+// adapterBase names the base model as the run's adapters record it: the Hub id and revision
+// (hub true: the configured model is an id) or the directory's absolute path, and the weights'
+// fingerprint.
+func adapterBase(c *config.Config, hub bool, baseDir string) (model.AdapterBase, error) {
+	var b model.AdapterBase
+	var err error
+	if hub {
+		b.NameOrPath, b.Revision, _ = strings.Cut(c.Model, "@")
+	} else if b.NameOrPath, err = filepath.Abs(baseDir); err != nil {
+		return b, err
+	}
+	b.Fingerprint, err = model.Fingerprint(baseDir)
+	return b, err
+}
+
+// PolicyOf is the policy a checkpoint holds: its model directory, or, for a LoRA run, the base's
+// (the adapters' base_model_name_or_path: a directory, or a Hub id for the command to resolve)
+// and the adapter directory.
+func PolicyOf(checkpoint string) (modelDir, adapter string, err error) {
+	dir := filepath.Join(checkpoint, checkpointAdapter)
+	if _, err := os.Stat(filepath.Join(dir, model.AdapterConfigFile)); err != nil {
+		return filepath.Join(checkpoint, checkpointModel), "", nil
+	}
+	a, err := model.ReadAdapter(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if a.Base.Revision != "" {
+		return a.Base.NameOrPath + "@" + a.Base.Revision, dir, nil
+	}
+	return a.Base.NameOrPath, dir, nil
 }
 
 // FindCheckpoint resolves what --resume names: "" or "latest" is the newest complete checkpoint of

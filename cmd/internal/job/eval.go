@@ -73,7 +73,9 @@ type EvalOptions struct {
 	Config *config.Config
 	// Model is the model directory (a checkpoint's model/ or any model).
 	Model string
-	Bars  *progress.Bars
+	// Adapter is a LoRA adapter directory to apply to Model ("": none).
+	Adapter string
+	Bars    *progress.Bars
 }
 
 // Eval plays the validation set of c on a model and returns the val/ metrics and the
@@ -90,7 +92,7 @@ func Eval(ctx context.Context, o EvalOptions) (grpo.Metrics, []*rollout.Trajecto
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation data: %w", err)
 	}
-	p, err := openPolicy(o.Model, c, false, o.Bars)
+	p, err := openPolicy(o.Model, o.Adapter, c, false, o.Bars)
 	if err != nil {
 		return nil, nil, err
 	}

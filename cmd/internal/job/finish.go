@@ -21,12 +21,17 @@ func (j *job) finish() error {
 	if !j.main() {
 		return nil
 	}
+	exported := ""
 	if j.cfg.Train.Export {
-		dst := filepath.Join(j.cfg.RunDir, ModelDir)
-		if err := ExportModel(j.policy.Model, dst, j.cfg.Train.ExportDType, j.o.Bars); err != nil {
+		exported = ModelDir
+		if j.policy.Model.LoRA() != nil {
+			exported = AdapterDir
+		}
+		dst := filepath.Join(j.cfg.RunDir, exported)
+		if err := exportPolicy(j.policy.Model, dst, j.cfg.Train.ExportDType, j.base, j.o.Bars); err != nil {
 			return err
 		}
-		j.log.Info().Str("dir", dst).Msg("model exported")
+		j.log.Info().Str("dir", dst).Msg(exported + " exported")
 	}
 	if j.cfg.Train.Report {
 		r, err := report.Load(j.cfg.RunDir)
@@ -41,7 +46,7 @@ func (j *job) finish() error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(j.out(), Summary(recs, j.sftSteps, j.rlSteps, time.Since(j.start), j.cfg.RunDir, j.cfg.Train.Export, j.cfg.Train.Report))
+	fmt.Fprint(j.out(), Summary(recs, j.sftSteps, j.rlSteps, time.Since(j.start), j.cfg.RunDir, exported, j.cfg.Train.Report))
 	fmt.Fprint(j.out(), Unused(j.cfg.Warnings()))
 	return nil
 }
@@ -59,6 +64,26 @@ func Unused(warnings []string) string {
 		fmt.Fprintf(&b, "  %s\n", w)
 	}
 	return b.String()
+}
+
+// exportPolicy writes the trained policy at dst: its adapters in PEFT's layout (LoRA, in float32,
+// naming base), or the model (ExportModel).
+func exportPolicy(m *model.Model, dst, dtype string, base model.AdapterBase, bars *progress.Bars) error {
+	if m.LoRA() == nil {
+		return ExportModel(m, dst, dtype, bars)
+	}
+	d, err := staged.Begin(dst)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer d.Discard()
+	if err := m.SaveAdapters(d.Path, base); err != nil {
+		return err
+	}
+	if err := d.Commit(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
 }
 
 // ExportModel writes m as a model directory at dst: into a temporary directory beside it first,
@@ -81,8 +106,9 @@ func ExportModel(m *model.Model, dst, dtype string, bars *progress.Bars) error {
 
 // Summary is the end-of-run table: the validation reward, accuracy and tool calls per episode
 // before training, after the SFT warm-up and at the end, read back from the run's metrics (so a
-// resumed run reports its whole history).
-func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, runDir string, exported, reported bool) string {
+// resumed run reports its whole history); exported is the directory the policy was exported to
+// in runDir (ModelDir, AdapterDir, "" for none).
+func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, runDir, exported string, reported bool) string {
 	type row struct {
 		label string
 		m     rundir.Metrics
@@ -116,8 +142,8 @@ func Summary(recs []rundir.Record, sftSteps, rlSteps int, wall time.Duration, ru
 		w.Flush()
 	}
 	fmt.Fprintf(&b, "run: %s", runDir)
-	if exported {
-		fmt.Fprintf(&b, "  model: %s", filepath.Join(runDir, ModelDir))
+	if exported != "" {
+		fmt.Fprintf(&b, "  %s: %s", exported, filepath.Join(runDir, exported))
 	}
 	if reported {
 		fmt.Fprintf(&b, "  report: %s", filepath.Join(runDir, report.PageFile))

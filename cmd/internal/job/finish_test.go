@@ -18,7 +18,7 @@ func TestSummaryTable(t *testing.T) {
 	}
 	recs := []rundir.Record{val(0, 0, 0), {Step: 1, Values: rundir.Metrics{"sft/loss": 2}}, val(800, 0.5, 0.75),
 		val(810, 0.55, 0.8), val(830, 0.625, 1), {Step: 831, Values: rundir.Metrics{"critic/score/mean": 1}}}
-	got := Summary(recs, 800, 31, 90*time.Second, "runs/demo", true, false)
+	got := Summary(recs, 800, 31, 90*time.Second, "runs/demo", ModelDir, false)
 	for _, want := range []string{
 		"mtgrpo train: 831 steps (800 SFT, 31 RL) in 1m30s",
 		"tool calls",

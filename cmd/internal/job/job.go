@@ -54,6 +54,7 @@ type Options struct {
 const (
 	BaseModelDir = "base-model" // the random model of an init: section
 	ModelDir     = "model"      // the trained model, exported at the end
+	AdapterDir   = "adapter"    // instead of model with LoRA: the trained adapters (PEFT's layout)
 )
 
 // job is one training run in progress.
@@ -67,7 +68,8 @@ type job struct {
 	data *datasets
 	src  *taskSource
 
-	baseDir string // the model training started from
+	baseDir string            // the model training started from
+	base    model.AdapterBase // the base as adapters name it (LoRA)
 	policy  *setup.Policy
 	gen     *progress.Phases
 	agents  *agentRunner // nil unless env.agent is set
@@ -241,10 +243,16 @@ func externalOpen(ctx context.Context, c *config.Config, ec env.Config) (*env.En
 	return envs, ext, nil
 }
 
-// openPolicy loads a model with its engine, as the configuration says. Run on the torch thread.
-func openPolicy(dir string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
-	p, err := setup.Open(setup.Options{Dir: dir, Device: c.Device, DType: c.DType, Slots: c.Slots(),
-		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: c.ParkedSlots()})
+// openPolicy loads a model with its engine, as the configuration says, with the LoRA adapters of
+// adapter ("": none) and, to train, the lora: section's (fresh ones, or those adapter must hold).
+// Run on the torch thread.
+func openPolicy(dir, adapter string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
+	o := setup.Options{Dir: dir, Adapter: adapter, Device: c.Device, DType: c.DType, Slots: c.Slots(),
+		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: c.ParkedSlots()}
+	if trainable {
+		o.LoRA = c.PolicyLoRA()
+	}
+	p, err := setup.Open(o)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", dir, err)
 	}
@@ -258,13 +266,21 @@ func (j *job) openModels() error {
 	if j.baseDir, err = j.baseModel(); err != nil {
 		return err
 	}
-	dir := j.baseDir
+	dir, adapter := j.baseDir, ""
 	if j.o.Checkpoint != "" {
-		dir = filepath.Join(j.o.Checkpoint, checkpointModel)
+		if dir, adapter, err = checkpointPolicy(j.o.Checkpoint, j.baseDir, j.cfg); err != nil {
+			return err
+		}
 	}
-	if j.policy, err = openPolicy(dir, j.cfg, true, j.o.Bars); err != nil {
+	if j.cfg.PolicyLoRA() != nil {
+		if j.base, err = adapterBase(j.cfg, j.o.ModelDir != "", j.baseDir); err != nil {
+			return err
+		}
+	}
+	if j.policy, err = openPolicy(dir, adapter, j.cfg, true, j.o.Bars); err != nil {
 		return err
 	}
+	j.policy.Model.SetLoRAPasses(j.st.LoRAPasses)
 	// Exports (checkpoints, the final model) copy the tokenizer files from the base model, which
 	// outlives any checkpoint (the oldest are removed as training goes on).
 	j.policy.Model.TokenizerDir = j.baseDir
@@ -274,11 +290,19 @@ func (j *job) openModels() error {
 	}
 	j.log.Info().Str("model", dir).Int64("parameters", j.policy.Model.NumParameters()).Str("dtype", j.policy.Model.DType.String()).
 		Str("device", j.cfg.Device).Msg("policy loaded")
+	if l := j.policy.Model.LoRA(); l != nil {
+		var n int64
+		for _, p := range j.policy.Model.Parameters() {
+			n += p.Tensor.Numel()
+		}
+		j.log.Info().Int("rank", l.Rank).Float64("alpha", l.Alpha).Strs("targets", l.Targets()).Int64("trainable", n).
+			Str("adapters", adapter).Msg("LoRA adapters: the base is frozen")
+	}
 	g, err := j.cfg.Trainer()
 	if err != nil {
 		return err
 	}
-	if g.NeedsReference() {
+	if g.NeedsReference() && j.policy.Model.LoRA() == nil { // with LoRA: the base, adapters off
 		if j.ref, err = model.Load(j.baseDir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
 			return fmt.Errorf("reference model: %w", err)
 		}

@@ -27,8 +27,12 @@ type Options struct {
 	// Trainable keeps autograd state on the weights (train); off for generation only.
 	Trainable bool
 	// LoRA, when set, attaches fresh adapters (seeded by Seed) after loading: with Trainable only
-	// they train, and the base weights stay frozen in their dtype.
+	// they train, and the base weights stay frozen in their dtype. With Adapter it is what the
+	// adapter directory must hold (a resumed run's settings).
 	LoRA *model.LoRAConfig
+	// Adapter is a LoRA adapter directory (PEFT's layout, or a checkpoint's) to apply to the
+	// model; one that names its base's fingerprint is refused on other weights.
+	Adapter string
 	// Progress, when set, follows the weight loading.
 	Progress model.Progress
 	// Parked, when > 0, adds that many KV slots that keep finished calls' caches for the next
@@ -66,11 +70,9 @@ func Open(o Options) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.LoRA != nil {
-		if err := m.AddAdapters(*o.LoRA, o.Seed); err != nil {
-			m.Close()
-			return nil, err
-		}
+	if err := Adapt(m, o); err != nil {
+		m.Close()
+		return nil, err
 	}
 	if o.Trainable {
 		m.SetTrainable(true)
@@ -93,6 +95,53 @@ func Open(o Options) (*Policy, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Adapt attaches o's adapters to m, the model of o.Dir: those of o.Adapter, checked against the
+// base's fingerprint and o.LoRA, or fresh ones of o.LoRA (Open calls it; export uses it alone).
+func Adapt(m *model.Model, o Options) error {
+	if o.Adapter == "" {
+		if o.LoRA == nil {
+			return nil
+		}
+		return m.AddAdapters(*o.LoRA, o.Seed)
+	}
+	a, err := model.ReadAdapter(o.Adapter)
+	if err != nil {
+		return err
+	}
+	if err := m.LoadAdapters(a); err != nil {
+		return err
+	}
+	if fp := a.Base.Fingerprint; fp != "" {
+		have, err := model.Fingerprint(o.Dir)
+		if err != nil {
+			return err
+		}
+		if have != fp {
+			return fmt.Errorf("adapter %s was trained on other base weights (%s, %s) than model %s (%s)",
+				o.Adapter, a.Base.NameOrPath, fp, o.Dir, have)
+		}
+	}
+	if o.LoRA != nil {
+		return SameLoRA(*m.LoRA(), *o.LoRA, o.Adapter)
+	}
+	return nil
+}
+
+// SameLoRA reports the first setting in which the adapters of dir (have) differ from the lora:
+// section (want), by its key.
+func SameLoRA(have, want model.LoRAConfig, dir string) error {
+	for _, d := range []struct {
+		key        string
+		have, want any
+	}{{"lora.rank", have.Rank, want.Rank}, {"lora.alpha", have.Alpha, want.Alpha}, {"lora.dropout", have.Dropout, want.Dropout},
+		{"lora.target_modules", have.Targets(), want.Targets()}, {"lora.use_rslora", have.RSLoRA, want.RSLoRA}} {
+		if fmt.Sprint(d.have) != fmt.Sprint(d.want) {
+			return fmt.Errorf("%s %v differs from the adapters' %v in %s: adapters keep the settings they were made with", d.key, d.want, d.have, dir)
+		}
+	}
+	return nil
 }
 
 // Close frees the KV cache and the weights; safe to call twice.
