@@ -78,6 +78,9 @@ type Run struct {
 	Reference, Critic bool
 	// Device is one device's memory in bytes (0: unknown; Fits then says nothing).
 	Device int64
+	// LoRA, when set, trains adapters on the frozen model (lora.go); Reference must be false (the
+	// reference is the base with the adapters off).
+	LoRA *LoRA
 }
 
 // Plan is the bytes one rank holds, by category. Rank is the rank planned for: only the moments
@@ -86,8 +89,9 @@ type Plan struct {
 	Run  Run
 	Rank int
 	// Persistent, allocated once and held all run.
-	Weights int64 // the policy's weights
-	Grads   int64 // the weights' gradients, and ZeRO's float32 gradient shard
+	Weights  int64 // the policy's weights (with LoRA: the frozen base)
+	Adapters int64 // LoRA: the adapters' float32 weights (the trained tensors; then Grads, Masters, Moments and Comm are theirs)
+	Grads    int64 // the weights' gradients, and ZeRO's float32 gradient shard
 	// GradsInFlight is the part of Grads that a ZeRO backward pass holds until it reduces it (the
 	// weights' own gradients): ZeRO-1 all of them until the end of the mini-batch, ZeRO-2 a unit's.
 	GradsInFlight int64
@@ -109,7 +113,7 @@ type Plan struct {
 
 // Persistent is the sum of what is held all run.
 func (p Plan) Persistent() int64 {
-	return add(p.Weights, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache)
+	return add(p.Weights, p.Adapters, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache)
 }
 
 // TrainPeak is the most a rank holds while training: the persistent part, a pass's activations
@@ -164,6 +168,9 @@ func (r Run) Validate() error {
 		return fmt.Errorf("memplan: ZeRO stage %d, want 0 to 3", int(r.Stage))
 	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0 || r.WireBytes < 0:
 		return fmt.Errorf("memplan: negative setting in %+v", r)
+	case r.LoRA != nil && (r.LoRA.PerLayer <= 0 || r.Stage == StageZeRO3 || r.Reference):
+		return fmt.Errorf("memplan: LoRA with %d adapter elements per layer, stage %d, reference %v: want > 0 elements, "+
+			"stage 0 to 2 (the frozen base is not sharded) and no reference copy (the base is the reference)", r.LoRA.PerLayer, int(r.Stage), r.Reference)
 	case m.Params < add(m.outerParams(), int64(m.Layers)):
 		return fmt.Errorf("memplan: model shape %+v: %d parameters leave none for the layers (the embedding and the final norm alone hold %d)",
 			m, m.Params, m.outerParams())

@@ -26,7 +26,8 @@ package memplan
 //	            training the units in flight gathered (as their gradients), while generating a
 //	            whole d-byte copy
 //
-// The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
+// A LoRA run (Run.LoRA) counts the frozen base and the adapters apart, and the optimizer's state
+// over the adapters only (predictLoRA). The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
 // The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len, head_dim] per layer, the
 // slots being the engine's and the parked ones of agent calls.
@@ -50,8 +51,10 @@ func Predict(r Run, rank int) (Plan, error) {
 	p := Plan{Run: r, Rank: rank}
 	m, d, w := r.Model, r.DTypeBytes, int64(r.World)
 	P := m.Params
-	switch stage {
-	case StageDP:
+	switch {
+	case r.LoRA != nil:
+		predictLoRA(&p, r, stage, rank)
+	case stage == StageDP:
 		p.Weights, p.Grads, p.Moments = mul(P, d), mul(P, d), mul(2, P, 4)
 		if d < 4 {
 			p.Masters = mul(P, 4)
@@ -59,7 +62,7 @@ func Predict(r Run, rank int) (Plan, error) {
 		if w > 1 {
 			p.Comm = mul(P, r.WireBytes)
 		}
-	case StageZeRO1:
+	case stage == StageZeRO1:
 		s := ceilDiv(P, w)
 		mine := min(max(P-int64(rank)*s, 0), s) // rank·s ≤ P + s: no overflow
 		chunk := max(1, min(s, r.BucketBytes/4/w))

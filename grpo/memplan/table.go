@@ -13,6 +13,7 @@ var rows = []struct {
 	bytes func(Plan) int64
 }{
 	{"weights", func(p Plan) int64 { return p.Weights }},
+	{"LoRA adapters (fp32)", func(p Plan) int64 { return p.Adapters }},
 	{"gradients", func(p Plan) int64 { return p.Grads }},
 	{"master weights (fp32)", func(p Plan) int64 { return p.Masters }},
 	{"AdamW moments (fp32)", func(p Plan) int64 { return p.Moments }},
