@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	rundir "github.com/mtgrpo/mtgrpo/cmd/internal/run"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
+	"github.com/mtgrpo/mtgrpo/torch/safetensors"
 )
 
 // loraRunArgs is a LoRA run from TRL's flags (dropout, so that a resume must draw the same masks,
@@ -157,6 +159,45 @@ func TestLoRARunResumeExport(t *testing.T) {
 	}
 	if code, out := runChild(t, 3*time.Minute, "export", adapters, "--out", filepath.Join(t.TempDir(), "x")); code != 2 || !strings.Contains(out, "--merge") {
 		t.Errorf("export of an adapter directory without --merge: exit %d\n%s", code, out)
+	}
+}
+
+// With verl's critic.model.lora_rank the critic trains its own adapters and its value head, and
+// its base stays out of the trainer's state: a PPO step's checkpoint holds the critic's lora_A,
+// lora_B and value head, and none of its base weights; the policy, without lora_rank, trains whole.
+func TestCriticLoRA(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	args := append([]string{"train"}, tinyRun(tinyModel(t), dir)...)
+	args = append(args, "--steps", "1", "--set", "eval.before=false", "--set", "train.export=false", "--set", "train.report=false",
+		"algorithm.adv_estimator=gae", "critic.model.lora_rank=4", "critic.model.target_modules=[q_proj, v_proj]")
+	if err := run(args); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, rundir.CheckpointsDir, "step-00000001")
+	f, err := safetensors.Open(filepath.Join(ck, "trainer.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var critic []string
+	for _, n := range f.Names() {
+		if w, ok := strings.CutPrefix(n, "critic/"); ok {
+			critic = append(critic, w)
+		}
+	}
+	want := []string{"model.layers.0.self_attn.q_proj.lora_A.weight", "model.layers.0.self_attn.v_proj.lora_B.weight", "value_head.weight", "value_head.bias"}
+	for _, w := range want {
+		if !slices.Contains(critic, w) {
+			t.Errorf("the critic's state lacks %s (has %v)", w, critic)
+		}
+	}
+	for _, w := range critic {
+		if !strings.Contains(w, "lora_") && !strings.HasPrefix(w, "value_head") {
+			t.Errorf("the critic's state holds base weight %s", w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ck, "model", "config.json")); err != nil {
+		t.Errorf("the policy (no lora_rank) is not checkpointed whole: %v", err)
 	}
 }
 

@@ -101,6 +101,12 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
 	}
+	if l := cfg.PolicyLoRA(); l != nil {
+		r.LoRA = &memplan.LoRA{PerLayer: memplan.LoRAPerLayer(shape, l.Rank, l.Targets())}
+	}
+	if l := cfg.CriticLoRAConfig(); l != nil && r.Critic { // the critic starts from the policy's shape
+		r.CriticLoRA = &memplan.LoRA{PerLayer: memplan.LoRAPerLayer(shape, l.Rank, l.Targets())}
+	}
 	return r, nil
 }
 
@@ -180,6 +186,10 @@ func writePlan(w io.Writer, r memplan.Run, stages bool) error {
 	}
 	fmt.Fprintf(w, "run       %d training rank(s), ZeRO stage %s; micro-batch %d tokens, gradient checkpointing %s; KV cache %d slots%s × %d tokens\n",
 		r.World, r.Stage, r.MicroTokens, ckpt, r.Slots, parked, r.MaxLen)
+	if r.LoRA != nil {
+		fmt.Fprintf(w, "LoRA      %d adapter elements (float32) train, %d per layer; the base is frozen and is the KL reference\n",
+			r.LoRA.PerLayer*int64(m.Layers), r.LoRA.PerLayer)
+	}
 	if r.Device > 0 {
 		fmt.Fprintf(w, "device    %s, of which %s usable (%.0f%% left free)\n",
 			memplan.FormatBytes(r.Device), memplan.FormatBytes(int64(float64(r.Device)*(1-memplan.Headroom))), memplan.Headroom*100)
@@ -189,7 +199,7 @@ func writePlan(w io.Writer, r memplan.Run, stages bool) error {
 	var heads []string
 	var plans []memplan.Plan
 	for s := memplan.StageDP; s <= memplan.StageZeRO3; s++ {
-		if !stages && s != r.Stage {
+		if !stages && s != r.Stage || r.LoRA != nil && s == memplan.StageZeRO3 { // LoRA: no stage 3
 			continue
 		}
 		rs := r

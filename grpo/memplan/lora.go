@@ -68,3 +68,16 @@ func predictLoRA(p *Plan, r Run, stage Stage, rank int) {
 		p.Grads, p.Masters, p.Moments, p.Comm = add(mul(shards, 4), p.GradsInFlight), mul(shards, 4), mul(2, mine, 4), mul(w, chunk, 4)
 	}
 }
+
+// criticLoRABytes is the persistent memory of a critic that trains adapters (Run.CriticLoRA) and
+// its float32 value head [1, hidden] + [1]: the frozen model P·d, the adapters and the head in
+// float32 with their gradients and moments (no masters: float32), and their buckets when data
+// parallel.
+func criticLoRABytes(m Model, l LoRA, d, world int64) int64 {
+	trained := add(mul(l.PerLayer, int64(m.Layers)), int64(m.Hidden)+1)
+	b := add(mul(m.Params, d), mul(4, trained, 4)) // weights, gradients and two moments of the trained
+	if world > 1 {
+		b = add(b, mul(trained, 4))
+	}
+	return b
+}

@@ -79,8 +79,8 @@ type Run struct {
 	// Device is one device's memory in bytes (0: unknown; Fits then says nothing).
 	Device int64
 	// LoRA, when set, trains adapters on the frozen model (lora.go); Reference must be false (the
-	// reference is the base with the adapters off).
-	LoRA *LoRA
+	// reference is the base with the adapters off). CriticLoRA, the critic's own.
+	LoRA, CriticLoRA *LoRA
 }
 
 // Plan is the bytes one rank holds, by category. Rank is the rank planned for: only the moments

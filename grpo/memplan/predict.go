@@ -97,6 +97,9 @@ func Predict(r Run, rank int) (Plan, error) {
 	}
 	if r.Critic {
 		p.Critic = criticBytes(m, d, r.WireBytes, w)
+		if r.CriticLoRA != nil {
+			p.Critic = criticLoRABytes(m, *r.CriticLoRA, d, w)
+		}
 	}
 	p.KVCache = mul(2, int64(m.Layers), int64(r.Slots)+int64(r.Parked), int64(m.KVHeads), int64(r.MaxLen), int64(m.HeadDim), d)
 	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))

@@ -34,6 +34,10 @@ type Config struct {
 	// base with the adapters switched off, checkpoints and the export hold the adapters in PEFT's
 	// layout (docs/models.md).
 	LoRA model.LoRAConfig `yaml:"lora"`
+	// CriticLoRA, with a rank > 0, trains adapters on the critic's linear layers (and its value
+	// head whole) instead of the whole critic: its own setting, as verl's critic.model.lora_rank,
+	// independent of the policy's.
+	CriticLoRA model.LoRAConfig `yaml:"critic_lora"`
 	// RunDir receives config.yaml, metrics, the log, samples, checkpoints and the exported model.
 	RunDir string `yaml:"run_dir"`
 	// Device is cpu, cuda or cuda:N; DType the compute dtype ("" is float32 on cpu, the
@@ -162,21 +166,22 @@ type EvalConfig struct {
 func Defaults() *Config {
 	g := grpo.Defaults()
 	return &Config{
-		RunDir:    "runs/train",
-		Device:    "cpu",
-		Env:       EnvConfig{Name: "calc_mult", Config: env.Config{RewardRule: env.RuleOff}},
-		Data:      DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
-		Rollout:   RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
-		Advantage: g.Advantage,
-		Reward:    g.Reward,
-		Loss:      g.Loss,
-		Optim:     g.Optim,
-		Update:    g.Update,
-		DAPO:      g.DAPO,
-		Critic:    g.Critic,
-		LoRA:      model.DefaultLoRA(),
-		SFT:       grpo.DefaultSFTConfig(),
-		Train:     TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
-		Eval:      EvalConfig{EvalConfig: grpo.DefaultEvalConfig(), Before: true},
+		RunDir:     "runs/train",
+		Device:     "cpu",
+		Env:        EnvConfig{Name: "calc_mult", Config: env.Config{RewardRule: env.RuleOff}},
+		Data:       DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
+		Rollout:    RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
+		Advantage:  g.Advantage,
+		Reward:     g.Reward,
+		Loss:       g.Loss,
+		Optim:      g.Optim,
+		Update:     g.Update,
+		DAPO:       g.DAPO,
+		Critic:     g.Critic,
+		LoRA:       model.DefaultLoRA(),
+		CriticLoRA: model.DefaultLoRA(),
+		SFT:        grpo.DefaultSFTConfig(),
+		Train:      TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
+		Eval:       EvalConfig{EvalConfig: grpo.DefaultEvalConfig(), Before: true},
 	}
 }

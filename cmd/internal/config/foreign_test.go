@@ -30,6 +30,7 @@ var rowCases = map[string]struct{ in, want string }{
 	"actor_rollout_ref.rollout.multi_turn.max_assistant_turns": {"3", "3"},
 	"algorithm.adv_estimator":                                  {"gae", "gae"},
 	"actor_rollout_ref.model.target_modules":                   {"[q_proj, up_proj]", "[q_proj up_proj]"},
+	"critic.model.target_modules":                              {"all-linear", "[all-linear]"},
 	"algorithm.kl_penalty":                                     {"mse", "k2"},
 	"lr_scheduler_type":                                        {"cosine", "cosine"},
 	"num_train_epochs":                                         {"3.0", "3"},

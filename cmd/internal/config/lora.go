@@ -7,6 +7,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
+	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/model"
 )
 
@@ -24,22 +26,50 @@ func (c *Config) PolicyLoRA() *model.LoRAConfig {
 	return &l
 }
 
-// validateLoRA checks the lora: section when it asks for adapters, and warns of its keys when
-// it does not (rank 0).
-func (c *Config) validateLoRA() error {
-	if c.LoRA.Rank == 0 {
-		for _, k := range []string{"lora.alpha", "lora.dropout", "lora.target_modules", "lora.use_rslora"} {
-			if c.explicit(k) {
-				c.warn(fmt.Sprintf("%s: %s has no effect: lora.rank is 0 (no adapters; the whole model trains)", c.Origin(k), k))
+// CriticLoRAConfig is the critic's adapter configuration, or nil when the whole critic trains.
+func (c *Config) CriticLoRAConfig() *model.LoRAConfig {
+	if c.CriticLoRA.Rank == 0 {
+		return nil
+	}
+	l := c.CriticLoRA
+	return &l
+}
+
+// checkSection checks a LoRA section (lora or critic_lora) when it asks for adapters, and warns
+// of its keys when it does not (rank 0).
+func (c *Config) checkSection(key string, l model.LoRAConfig) error {
+	if l.Rank == 0 {
+		for _, k := range []string{"alpha", "dropout", "target_modules", "use_rslora"} {
+			if k := key + "." + k; c.explicit(k) {
+				c.warn(fmt.Sprintf("%s: %s has no effect: %s.rank is 0 (no adapters; the whole model trains)", c.Origin(k), k, key))
 			}
 		}
 		return nil
 	}
 	var fe *model.LoRAFieldError
-	if err := c.LoRA.Validate(); errors.As(err, &fe) {
-		return c.bad("lora."+fe.Field, "%v", fe.Err)
+	if err := l.Validate(); errors.As(err, &fe) {
+		return c.bad(key+"."+fe.Field, "%v", fe.Err)
 	} else if err != nil {
-		return c.bad("lora", "%v", err)
+		return c.bad(key, "%v", err)
+	}
+	return nil
+}
+
+// validateLoRA checks the lora: and critic_lora: sections and what adapters rule out.
+func (c *Config) validateLoRA() error {
+	if err := c.checkSection("critic_lora", c.CriticLoRA); err != nil {
+		return err
+	}
+	if c.CriticLoRA.Rank > 0 && c.Advantage.Estimator != algo.EstGAE {
+		c.warn(fmt.Sprintf("%s: critic_lora.rank has no effect: there is no critic with advantage.estimator %s (gae trains one)",
+			c.Origin("critic_lora.rank"), c.Advantage.Estimator))
+	}
+	if err := c.checkSection("lora", c.LoRA); err != nil || c.LoRA.Rank == 0 {
+		return err
+	}
+	if c.ZeROStage() == memplan.StageZeRO3 {
+		return c.bad("dist.zero_stage", "3 shards the trained weights and gathers them layer by layer; with lora.rank %d (%s) "+
+			"they are the adapters and the frozen base stays whole on every rank: use stage 1 or 2", c.LoRA.Rank, c.Origin("lora.rank"))
 	}
 	if c.Train.ExportDType != "" && c.explicit("train.export_dtype") {
 		c.warn(fmt.Sprintf("%s: train.export_dtype has no effect: with lora.rank %d the run exports its adapters, in float32 "+

@@ -49,8 +49,17 @@ func TestLoRASection(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
+	// verl's critic has its own adapters, off by default whatever the actor's.
+	cfg, err := resolve(set("actor_rollout_ref.model.lora_rank", "8"), set("algorithm.adv_estimator", "gae"),
+		set("critic.model.lora_rank", "4"), set("critic.model.target_modules", "[q_proj, v_proj]"))
+	if err != nil || cfg.CriticLoRAConfig() == nil || cfg.CriticLoRAConfig().Rank != 4 || len(cfg.CriticLoRA.TargetModules) != 2 {
+		t.Errorf("critic adapters: %v %+v", err, cfg.CriticLoRA)
+	}
+	if cfg, _ := resolve(set("actor_rollout_ref.model.lora_rank", "8"), set("algorithm.adv_estimator", "gae")); cfg.CriticLoRAConfig() != nil {
+		t.Errorf("the actor's adapters gave the critic adapters")
+	}
 	// The origin of a TRL default names use_peft.
-	cfg, _ := resolve(set("use_peft", "true"), set("lora_r", "8"))
+	cfg, _ = resolve(set("use_peft", "true"), set("lora_r", "8"))
 	if o := cfg.Origin("lora.alpha"); !strings.Contains(o, "use_peft") || !strings.Contains(cfg.Origin("lora.rank"), "lora_r") {
 		t.Errorf("origins: lora.alpha %q, lora.rank %q", o, cfg.Origin("lora.rank"))
 	}
@@ -64,6 +73,8 @@ func TestLoRASection(t *testing.T) {
 		{"trl field without use_peft", []Override{set("lora_dropout", "0.1")}, "--lora_dropout: lora_dropout has no effect without use_peft=true"},
 		{"trl use_peft false", []Override{set("use_peft", "false"), set("lora_r", "8")}, "lora_r has no effect without use_peft=true"},
 		{"export dtype", []Override{set("lora.rank", "8"), set("train.export_dtype", "bfloat16")}, "train.export_dtype has no effect"},
+		{"critic adapters without a critic", []Override{set("critic.model.lora_rank", "8")}, "critic_lora.rank has no effect: there is no critic"},
+		{"critic alpha without a rank", []Override{set("critic.model.lora_alpha", "8")}, "critic_lora.alpha has no effect: critic_lora.rank is 0"},
 	} {
 		cfg, err := resolve(c.over...)
 		if err != nil {
@@ -85,6 +96,8 @@ func TestLoRASection(t *testing.T) {
 		{"head target", []Override{set("lora.rank", "8"), set("lora.target_modules", "lm_head")}, []string{"lora.target_modules", `"lm_head"`}},
 		{"dropout 1", []Override{set("use_peft", "true"), set("lora_dropout", "1")}, []string{"lora.dropout", "lora_dropout", "[0, 1)"}},
 		{"dora", []Override{set("use_peft", "true"), set("use_dora", "true")}, []string{"use_dora", "DoRA is not supported"}},
+		{"zero-3", []Override{set("lora.rank", "8"), set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")},
+			[]string{"dist.zero_stage", "use stage 1 or 2"}},
 		{"excluded modules", []Override{set("actor_rollout_ref.model.exclude_modules", "[o_proj]")}, []string{"exclude_modules"}},
 	} {
 		_, err := resolve(c.over...)

@@ -315,6 +315,11 @@ func (j *job) openModels() error {
 		if j.cmodel, err = model.Load(cdir, model.Options{Device: j.cfg.Device, DType: j.policy.Model.DType.String()}); err != nil {
 			return fmt.Errorf("critic model: %w", err)
 		}
+		if l := j.cfg.CriticLoRAConfig(); l != nil { // its own adapters; the value head trains whole
+			if err := j.cmodel.AddAdapters(*l, j.cfg.Seed+1); err != nil {
+				return fmt.Errorf("critic model: %w", err)
+			}
+		}
 		if j.critic, err = grpo.NewCritic(j.cmodel); err != nil {
 			return err
 		}
