@@ -12,8 +12,8 @@
 #               of grpo_multiturn, and of mt_grpo for the first two seeds. Held-out score and tool
 #               calls per episode every EVERY RL steps. About 25 minutes on 2 cores.
 #
-#   lora        the demo's recipe with seeds LORA_SEEDS: from each seed's warm-up (demos' own when
-#               it is there), STEPS RL steps of full training (optim.lr 1e-4, the demo's) and of
+#   lora        the demo's recipe with seeds LORA_SEEDS (0 1): from each seed's warm-up (demos' own
+#               when it is there: OUT/demo_sN-model), STEPS RL steps of full training (optim.lr 1e-4, the demo's) and of
 #               LoRA adapters (rank LORA_RANK, alpha 2×rank, every linear layer, optim.lr LORA_LR),
 #               side by side. Sampled held-out score and tool calls every EVERY RL steps.
 #
@@ -60,7 +60,9 @@
 # The model and every other setting are configs/demo.yaml's. Every run evaluates on the same
 # held-out tasks every EVERY RL steps and before the first RL step. Prints one table per
 # comparison: held-out score per RL step, and each run's largest context (or tool calls). Runs
-# stay under OUT. Warm-ups run side by side, one thread each: about 20 minutes on 2 cores.
+# stay under OUT. Warm-ups run side by side, one thread each: about 20 minutes on 2 cores; each
+# checkpoints every WARM_EVERY (100) steps, and running the script again resumes one that was
+# stopped and reuses one that finished.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${MTGRPO_BIN:-bin/mtgrpo}
@@ -71,8 +73,8 @@ SFT_STEPS=${SFT_STEPS:-560} SFT_DEMO_STEPS=${SFT_DEMO_STEPS:-800} SEEDS=${SEEDS:
 SFT_WIKI_STEPS=${SFT_WIKI_STEPS:-600} WIKI_SEEDS=${WIKI_SEEDS:-0} WIKI_COUNTRIES=${WIKI_COUNTRIES:-1000} WIKI_TRAIN=${WIKI_TRAIN:-2048}
 SFT_LAKE_STEPS=${SFT_LAKE_STEPS:-800} LAKE_SEEDS=${LAKE_SEEDS:-0 1} LAKE_SIZE=${LAKE_SIZE:-3}
 SFT_GSM_STEPS=${SFT_GSM_STEPS:-800} GSM_SEEDS=${GSM_SEEDS:-0 1} GSM_MAX=${GSM_MAX:-20}
-LORA_SEEDS=${LORA_SEEDS:-1 2} LORA_RANK=${LORA_RANK:-16} LORA_LR=${LORA_LR:-1e-3}
-STEPS=${STEPS:-30} EVERY=${EVERY:-5}
+LORA_SEEDS=${LORA_SEEDS:-0 1} LORA_RANK=${LORA_RANK:-16} LORA_LR=${LORA_LR:-1e-3}
+STEPS=${STEPS:-30} EVERY=${EVERY:-5} WARM_EVERY=${WARM_EVERY:-100}
 export MTGRPO_PROGRESS=0 MTGRPO_THREADS=1
 mkdir -p "$OUT"
 quiet=(--set train.report=false --set train.samples=0)
@@ -86,15 +88,24 @@ waitall() {
 }
 
 # warm NAME STEPS [--set ...]: STEPS warm-up steps (and the one RL step a run needs), exported as
-# OUT/NAME-model from the checkpoint at the end of the warm-up.
+# OUT/NAME-model from the checkpoint at the end of the warm-up. It checkpoints every WARM_EVERY
+# steps, and a warm-up that was stopped (OUT/NAME holds a checkpoint but the end's is missing)
+# resumes from its newest checkpoint, bit for bit as if it had not stopped.
 warm() {
-  local name=$1 steps=$2
+  local name=$1 steps=$2 end
   shift 2
-  rm -rf "${OUT:?}/$name" "$OUT/$name-model"
-  "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$steps" --steps 1 \
-    --set train.checkpoint_every="$steps" --set train.keep_checkpoints=2 --set train.export=false \
-    --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
-  "$BIN" export "$OUT/$name/checkpoints/step-$(printf %08d "$steps")" --out "$OUT/$name-model" --force >/dev/null
+  end="$OUT/$name/checkpoints/step-$(printf %08d "$steps")"
+  rm -rf "${OUT:?}/$name-model"
+  if [ ! -d "$end" ] && compgen -G "$OUT/$name/checkpoints/step-*" >/dev/null; then
+    echo "resuming the warm-up $OUT/$name" >&2
+    "$BIN" train --resume --run-dir "$OUT/$name" >>"$OUT/$name.log" 2>&1
+  elif [ ! -d "$end" ]; then
+    rm -rf "${OUT:?}/$name"
+    "$BIN" train --config configs/demo.yaml --run-dir "$OUT/$name" --set sft.steps="$steps" --steps 1 \
+      --set train.checkpoint_every="$WARM_EVERY" --set train.keep_checkpoints=2 --set train.export=false \
+      --set eval.before=false "${quiet[@]}" "$@" >"$OUT/$name.log" 2>&1
+  fi
+  "$BIN" export "$end" --out "$OUT/$name-model" --force >/dev/null
 }
 
 # rl NAME MODEL [--set ...]: STEPS RL steps from MODEL, evaluated at the start and every EVERY steps.
