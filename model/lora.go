@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -70,16 +71,6 @@ func (m *Modules) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// LoRAFieldError is a LoRAConfig field out of range, named by its key in the lora: section.
-type LoRAFieldError struct {
-	Field string // rank, alpha, dropout, target_modules
-	Err   error
-}
-
-func (e *LoRAFieldError) Error() string { return "lora: " + e.Field + " " + e.Err.Error() }
-
-func (e *LoRAFieldError) Unwrap() error { return e.Err }
-
 // Scale is the factor on B·A: alpha/r, or alpha/√r with rsLoRA.
 func (c LoRAConfig) Scale() float64 {
 	if c.RSLoRA {
@@ -102,29 +93,34 @@ func (c LoRAConfig) Targets() []string {
 	return ts
 }
 
-// Validate names the first field that is out of range (a LoRAFieldError).
-func (c LoRAConfig) Validate() error {
-	bad := func(field, format string, a ...any) error {
-		return &LoRAFieldError{Field: field, Err: fmt.Errorf(format, a...)}
-	}
-	switch {
-	case c.Rank < 1 || c.Rank > 1<<16:
-		return bad("rank", "%d is not in [1, 65536]", c.Rank)
-	case !(c.Alpha > 0) || math.IsInf(c.Alpha, 0):
-		return bad("alpha", "%v is not a positive finite number", c.Alpha)
-	case !(c.Dropout >= 0 && c.Dropout < 1):
-		return bad("dropout", "%v is not in [0, 1)", c.Dropout)
+// MaxLoRARank bounds lora.rank: far above any adapter's (PEFT's go to a few hundred), low enough
+// that a mistyped rank is refused rather than allocated.
+const MaxLoRARank = 1 << 16
+
+// Check names the first bad field of the section (lora or critic_lora) by its key (a
+// setting.KeyError: lora.rank, critic_lora.target_modules).
+func (c LoRAConfig) Check(section string) error {
+	err := setting.Check(
+		setting.In(section+".rank", c.Rank, 1, MaxLoRARank),
+		setting.AtLeast(section+".alpha", c.Alpha, 0).Above(),
+		setting.In(section+".dropout", c.Dropout, 0, 1).Below(),
+	)
+	if err != nil {
+		return err
 	}
 	for _, m := range c.TargetModules {
 		if m == AllLinear && len(c.TargetModules) > 1 {
-			return bad("target_modules", "%q stands alone, not beside %v", AllLinear, c.TargetModules)
+			return setting.Errorf(section+".target_modules", "%q stands alone, not beside %v", AllLinear, c.TargetModules)
 		}
 		if m != AllLinear && !slices.Contains(LinearModules, m) {
-			return bad("target_modules", "%q is not one of %s or %q", m, strings.Join(LinearModules, ", "), AllLinear)
+			return setting.Errorf(section+".target_modules", "%q is not one of %s or %q", m, strings.Join(LinearModules, ", "), AllLinear)
 		}
 	}
 	return nil
 }
+
+// Validate is Check of the lora: section.
+func (c LoRAConfig) Validate() error { return c.Check("lora") }
 
 // Adapter is one targeted Linear's low-rank update.
 type Adapter struct {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
 
@@ -200,14 +201,23 @@ func TestLoRATrainsOnlyTheAdapters(t *testing.T) {
 }
 
 func TestLoRAConfigValidate(t *testing.T) {
-	for _, c := range []LoRAConfig{
-		{Rank: 0, Alpha: 8}, {Rank: 4, Alpha: 0}, {Rank: 4, Alpha: 8, Dropout: 1},
-		{Rank: 4, Alpha: 8, TargetModules: []string{"lm_head"}},
-		{Rank: 4, Alpha: 8, TargetModules: []string{AllLinear, ModuleQ}},
+	for _, c := range []struct {
+		c   LoRAConfig
+		key string
+	}{
+		{LoRAConfig{Rank: 0, Alpha: 8}, "critic_lora.rank"}, {LoRAConfig{Rank: MaxLoRARank + 1, Alpha: 8}, "critic_lora.rank"},
+		{LoRAConfig{Rank: 4, Alpha: 0}, "critic_lora.alpha"}, {LoRAConfig{Rank: 4, Alpha: math.Inf(1)}, "critic_lora.alpha"},
+		{LoRAConfig{Rank: 4, Alpha: 8, Dropout: 1}, "critic_lora.dropout"}, {LoRAConfig{Rank: 4, Alpha: 8, Dropout: math.NaN()}, "critic_lora.dropout"},
+		{LoRAConfig{Rank: 4, Alpha: 8, TargetModules: []string{"lm_head"}}, "critic_lora.target_modules"},
+		{LoRAConfig{Rank: 4, Alpha: 8, TargetModules: []string{AllLinear, ModuleQ}}, "critic_lora.target_modules"},
 	} {
-		if c.Validate() == nil {
-			t.Errorf("%+v accepted", c)
+		ke, ok := setting.As(c.c.Check("critic_lora"))
+		if !ok || ke.Key != c.key {
+			t.Errorf("%+v: error %v, want a setting.KeyError naming %s", c.c, c.c.Check("critic_lora"), c.key)
 		}
+	}
+	if err := (LoRAConfig{Rank: 4, Alpha: 8, Dropout: 0.05, TargetModules: []string{ModuleQ, ModuleV}}).Validate(); err != nil {
+		t.Errorf("a sound section refused: %v", err)
 	}
 	// scale: alpha/r = 16/4 = 4; rsLoRA alpha/√r = 16/2 = 8.
 	if s := (LoRAConfig{Rank: 4, Alpha: 16}).Scale(); s != 4 {

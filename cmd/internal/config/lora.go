@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,13 +45,7 @@ func (c *Config) checkSection(key string, l model.LoRAConfig) error {
 		}
 		return nil
 	}
-	var fe *model.LoRAFieldError
-	if err := l.Validate(); errors.As(err, &fe) {
-		return c.bad(key+"."+fe.Field, "%v", fe.Err)
-	} else if err != nil {
-		return c.bad(key, "%v", err)
-	}
-	return nil
+	return c.place(l.Check(key))
 }
 
 // validateLoRA checks the lora: and critic_lora: sections and what adapters rule out.

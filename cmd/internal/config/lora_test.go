@@ -90,11 +90,13 @@ func TestLoRASection(t *testing.T) {
 		over  []Override
 		parts []string
 	}{
-		{"negative rank", []Override{set("lora.rank", "-1")}, []string{"lora.rank", "--lora.rank", "-1 is not in [1, 65536]"}},
+		{"negative rank", []Override{set("lora.rank", "-1")}, []string{"lora.rank", "--lora.rank", "-1: must be at least 1"}},
 		{"zero alpha", []Override{set("actor_rollout_ref.model.lora_rank", "8"), set("actor_rollout_ref.model.lora_alpha", "0")},
 			[]string{"lora.alpha", "--actor_rollout_ref.model.lora_alpha"}},
 		{"head target", []Override{set("lora.rank", "8"), set("lora.target_modules", "lm_head")}, []string{"lora.target_modules", `"lm_head"`}},
 		{"dropout 1", []Override{set("use_peft", "true"), set("lora_dropout", "1")}, []string{"lora.dropout", "lora_dropout", "[0, 1)"}},
+		{"critic dropout", []Override{set("algorithm.adv_estimator", "gae"), set("critic_lora.rank", "4"), set("critic_lora.dropout", "-0.1")},
+			[]string{"critic_lora.dropout", "--critic_lora.dropout", "[0, 1)"}},
 		{"dora", []Override{set("use_peft", "true"), set("use_dora", "true")}, []string{"use_dora", "DoRA is not supported"}},
 		{"zero-3", []Override{set("lora.rank", "8"), set("dist.zero_stage", "3"), set("update.gradient_checkpointing", "true")},
 			[]string{"dist.zero_stage", "use stage 1 or 2"}},
