@@ -12,6 +12,7 @@ type attention struct {
 	prefix   int64         // a shared prefix in columns [0, prefix) that every segment also attends to
 	cache    *KVCache      // nil outside generation
 	write    *cacheWrite
+	fused    []fusedLayer // generation: each layer's projections laid out back to back (fused.go)
 }
 
 // newAttention looks up the RoPE angles of pos ([rows*cols] position ids) in the model's table; the

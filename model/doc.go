@@ -12,6 +12,7 @@
 //	batch.go, forward.go       padded / packed batches; Hidden, Logits, LogProbs
 //	train.go                   Train / Pass.Backward: kept or recomputed head, gradient checkpointing
 //	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
+//	fused.go                   q/k/v and gate/up laid out back to back for generation
 //	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
 //	lora.go                    LoRA adapters on the linear layers: PEFT's init, scale and names
 //	peft.go, fingerprint.go    PEFT adapter directories in and out; a base model's fingerprint
@@ -80,5 +81,6 @@
 // that an adapter is not applied to other weights by mistake.
 //
 // Slots are indices the engine manages; each has its own length, and a step may mix slots of any
-// lengths and any number of new tokens.
+// lengths and any number of new tokens. Generation multiplies q, k and v (and gate and up) as one
+// product each, over weights laid out back to back that remain the parameters (fused.go).
 package model

@@ -31,7 +31,7 @@ func (m *Model) Extend(c *KVCache, slots []int, tokens [][]int32) (logits *torch
 			if !b.causal {
 				a.mask = positionMask(b.pos, len(slots), b.cols, b.write.keys, m.Device)
 			}
-			a.cache, a.write = c, b.write.upload(m.Device)
+			a.cache, a.write, a.fused = c, b.write.upload(m.Device), m.fuse()
 			ids := torch.FromSlice(b.ids, int64(len(slots)), int64(b.cols)).ToDevice(m.Device)
 			h := m.layers(m.embed(ids), a).View(-1, int64(m.Config.HiddenSize))
 			last := torch.FromSlice(b.last).ToDevice(m.Device)

@@ -38,8 +38,16 @@ type MLP struct {
 }
 
 // Forward applies the MLP to x [..., hidden].
-func (m *MLP) Forward(x *torch.Tensor) *torch.Tensor {
-	return m.DownProj.Forward(torch.SiluMul(m.GateProj.Forward(x), m.UpProj.Forward(x)))
+func (m *MLP) Forward(x *torch.Tensor) *torch.Tensor { return m.forward(x, nil) }
+
+// forward is Forward with gate and up as one product over f's fused weights when f is not nil
+// (generation, fused.go).
+func (m *MLP) forward(x *torch.Tensor, f *fusedLayer) *torch.Tensor {
+	if f == nil {
+		return m.DownProj.Forward(torch.SiluMul(m.GateProj.Forward(x), m.UpProj.Forward(x)))
+	}
+	gu := torch.Linear(x, f.gateUp, f.gateUpBias).SplitSizes([]int64{f.inter, f.inter}, -1)
+	return m.DownProj.Forward(torch.SiluMul(adapt(&m.GateProj, x, gu[0]), adapt(&m.UpProj, x, gu[1])))
 }
 
 // splitHeads reshapes a projection [B, T, heads·D] to [B, heads, T, D].

@@ -15,9 +15,8 @@ type LlamaAttention struct {
 
 // Forward attends x [B, T, hidden] under a's positions, mask and cache.
 func (m *LlamaAttention) Forward(x *torch.Tensor, a *attention) *torch.Tensor {
-	q := splitHeads(m.QProj.Forward(x), m.heads, m.headDim)
-	k := splitHeads(m.KProj.Forward(x), m.kvHeads, m.headDim)
-	v := splitHeads(m.VProj.Forward(x), m.kvHeads, m.headDim)
+	q, k, v := a.project(m.layer, x, &m.QProj, &m.KProj, &m.VProj)
+	q, k, v = splitHeads(q, m.heads, m.headDim), splitHeads(k, m.kvHeads, m.headDim), splitHeads(v, m.kvHeads, m.headDim)
 	q, k = a.rope(q), a.rope(k)
 	k, v = a.cached(m.layer, k, v)
 	return m.OProj.Forward(a.attend(q, k, v))
@@ -34,7 +33,7 @@ type LlamaDecoderLayer struct {
 // Forward is x + attn(norm(x)), then h + mlp(norm(h)).
 func (l *LlamaDecoderLayer) Forward(x *torch.Tensor, a *attention) *torch.Tensor {
 	h := x.Add(l.SelfAttn.Forward(l.InputLayernorm.Forward(x), a))
-	return h.Add(l.MLP.Forward(l.PostAttentionLayernorm.Forward(h)))
+	return h.Add(l.MLP.forward(l.PostAttentionLayernorm.Forward(h), a.fusedAt(l.SelfAttn.layer)))
 }
 
 func newLlamaLayer(c *Config, i int) decoderLayer {
@@ -43,6 +42,12 @@ func newLlamaLayer(c *Config, i int) decoderLayer {
 		SelfAttn:               LlamaAttention{layer: i, heads: c.NumAttentionHeads, kvHeads: c.KVHeads(), headDim: c.HeadDimension()},
 		PostAttentionLayernorm: RMSNorm{Eps: c.RMSNormEps},
 	}
+}
+
+func (l *LlamaDecoderLayer) parts() layerParts {
+	a := &l.SelfAttn
+	return layerParts{inNorm: &l.InputLayernorm, postNorm: &l.PostAttentionLayernorm, q: &a.QProj, k: &a.KProj,
+		v: &a.VProj, o: &a.OProj, mlp: &l.MLP}
 }
 
 // weights is the layer's HF weight table (names relative to model.layers.{i}.).

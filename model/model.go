@@ -39,6 +39,18 @@ type decoderLayer interface {
 	weights(c *Config) []weight
 	// linears is the layer's linear modules, paths relative to model.layers.{i}.
 	linears() []namedLinear
+	// parts points at the layer's leaf layers, for the passes that take them all at once (the
+	// fused projections, the static decode step).
+	parts() layerParts
+}
+
+// layerParts are a layer's leaf layers. qNorm and kNorm are nil where the architecture has none
+// (Llama, Qwen2).
+type layerParts struct {
+	inNorm, postNorm *RMSNorm
+	q, k, v, o       *Linear
+	qNorm, kNorm     *RMSNorm
+	mlp              *MLP
 }
 
 var newLayer = map[string]func(c *Config, i int) decoderLayer{
@@ -149,6 +161,11 @@ func (m *Model) ready() {
 		m.LMHead.Weight = m.EmbedTokens
 	}
 	m.rope.ensure(m, max(1, min(m.Config.MaxPositionEmbeddings, 4096)))
+	// Lay q/k/v and gate/up out back to back now, while memory is free (generation would do it on
+	// its first pass otherwise).
+	s := torch.NewScope()
+	defer s.Close()
+	m.fuse()
 }
 
 // Param is a named trainable tensor (the optimizer takes Parameters as they are).

@@ -18,9 +18,10 @@ type Qwen3Attention struct {
 
 // Forward attends x [B, T, hidden] under a's positions, mask and cache.
 func (m *Qwen3Attention) Forward(x *torch.Tensor, a *attention) *torch.Tensor {
-	q := m.QNorm.Forward(splitHeads(m.QProj.Forward(x), m.heads, m.headDim))
-	k := m.KNorm.Forward(splitHeads(m.KProj.Forward(x), m.kvHeads, m.headDim))
-	v := splitHeads(m.VProj.Forward(x), m.kvHeads, m.headDim)
+	q, k, v := a.project(m.layer, x, &m.QProj, &m.KProj, &m.VProj)
+	q = m.QNorm.Forward(splitHeads(q, m.heads, m.headDim))
+	k = m.KNorm.Forward(splitHeads(k, m.kvHeads, m.headDim))
+	v = splitHeads(v, m.kvHeads, m.headDim)
 	q, k = a.rope(q), a.rope(k)
 	k, v = a.cached(m.layer, k, v)
 	return m.OProj.Forward(a.attend(q, k, v))
@@ -37,7 +38,7 @@ type Qwen3DecoderLayer struct {
 // Forward is x + attn(norm(x)), then h + mlp(norm(h)).
 func (l *Qwen3DecoderLayer) Forward(x *torch.Tensor, a *attention) *torch.Tensor {
 	h := x.Add(l.SelfAttn.Forward(l.InputLayernorm.Forward(x), a))
-	return h.Add(l.MLP.Forward(l.PostAttentionLayernorm.Forward(h)))
+	return h.Add(l.MLP.forward(l.PostAttentionLayernorm.Forward(h), a.fusedAt(l.SelfAttn.layer)))
 }
 
 func newQwen3Layer(c *Config, i int) decoderLayer {
@@ -47,6 +48,12 @@ func newQwen3Layer(c *Config, i int) decoderLayer {
 			QNorm: RMSNorm{Eps: c.RMSNormEps}, KNorm: RMSNorm{Eps: c.RMSNormEps}},
 		PostAttentionLayernorm: RMSNorm{Eps: c.RMSNormEps},
 	}
+}
+
+func (l *Qwen3DecoderLayer) parts() layerParts {
+	a := &l.SelfAttn
+	return layerParts{inNorm: &l.InputLayernorm, postNorm: &l.PostAttentionLayernorm, q: &a.QProj, k: &a.KProj,
+		v: &a.VProj, o: &a.OProj, qNorm: &a.QNorm, kNorm: &a.KNorm, mlp: &l.MLP}
 }
 
 // weights is the layer's HF weight table (names relative to model.layers.{i}.).

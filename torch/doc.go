@@ -57,7 +57,13 @@
 //
 // Hot sequences of the model cross into C++ once: RMSNorm (float32 compute, cast back, times the
 // weight), SiluMul (SwiGLU), RoPE, TokenLogprobs and ScaledDotProductAttention (causal or masked,
-// grouped-query heads). docs/bench/torch.md has the per-call costs.
+// grouped-query heads). docs/bench/torch.md has the per-call costs. Linear of one row on the CPU
+// is a matrix-vector product (OpenBLAS packs the whole weight for a matrix product).
+//
+// Two go further. Sample draws one token per row of logits on the device (temperature, top-k,
+// top-p, min-p, greedy; inverse CDF with a uniform number per row) in one crossing. FuseRows lays
+// several weights out back to back in one storage (q/k/v, gate/up) while each stays the same
+// parameter, so that one matrix product serves them and updates in place reach it.
 //
 // # Build and versions
 //

@@ -122,6 +122,13 @@ func TestMatmulLinear(t *testing.T) {
 		bias := dev(FromSlice([]float32{1, -1}))
 		expectFloats(t, "linear", f32(t, Linear(a, b, bias)), []float64{18, 22, 40, 52}, 0)
 		expectFloats(t, "linear nobias", f32(t, Linear(a, b, nil)), []float64{17, 23, 39, 53}, 0)
+		// One row (a matrix-vector product on the CPU), shape kept: [1, 1, 2] -> [1, 1, 2].
+		row := dev(FromSlice([]float32{1, 2}, 1, 1, 2))
+		one := Linear(row, b, bias)
+		expectFloats(t, "linear one row", f32(t, one), []float64{18, 22}, 0)
+		if s := one.Shape(); len(s) != 3 || s[0] != 1 || s[1] != 1 || s[2] != 2 {
+			t.Errorf("linear of one row: shape %v, want [1 1 2]", s)
+		}
 		m := dev(Ones([]int64{3, 3}, Float32, CPU))
 		expectFloats(t, "triu", f32(t, m.Triu(1)), []float64{0, 1, 1, 0, 0, 1, 0, 0, 0}, 0)
 		expectFloats(t, "tril", f32(t, m.Tril(0)), []float64{1, 0, 0, 1, 1, 0, 1, 1, 1}, 0)

@@ -227,3 +227,7 @@ func mustTorchThread(op string) {
 
 // LiveTensors is the number of tensor handles alive in the shim (created and not yet freed).
 func LiveTensors() int64 { return int64(C.mt_live_tensors()) }
+
+// TensorsCreated is the number of tensor handles the shim has created since it was loaded: a
+// stretch of work that leaves it unchanged made no tensor at all (the static decode step's test).
+func TensorsCreated() int64 { return int64(C.mt_tensors_created()) }

@@ -224,7 +224,7 @@ mt_err mt_matmul(mt_tensor a, mt_tensor b, mt_tensor* out) {
 
 mt_err mt_linear(mt_tensor x, mt_tensor w, mt_tensor bias, mt_tensor* out) {
   MT_BEGIN
-  *out = mt::wrap(at::linear(mt::T(x), mt::T(w), mt::opt(bias)));
+  *out = mt::wrap(mt::linear(mt::T(x), mt::T(w), mt::opt(bias)));
   MT_END
 }
 

@@ -12,6 +12,7 @@
 
 namespace {
 std::atomic<int64_t> g_live{0};
+std::atomic<int64_t> g_created{0};
 std::atomic<bool> g_has_owner{false};
 pthread_t g_owner;
 }  // namespace
@@ -52,6 +53,7 @@ c10::optional<at::Tensor> opt(mt_tensor h) {
 mt_tensor wrap(at::Tensor t) {
   auto* p = new at::Tensor(std::move(t));
   g_live.fetch_add(1, std::memory_order_relaxed);
+  g_created.fetch_add(1, std::memory_order_relaxed);
   return reinterpret_cast<mt_tensor>(p);
 }
 
@@ -146,6 +148,8 @@ mt_err mt_version(char* buf, size_t cap, int* cuda_built, int* cuda_available, i
 }
 
 int64_t mt_live_tensors(void) { return g_live.load(std::memory_order_relaxed); }
+
+int64_t mt_tensors_created(void) { return g_created.load(std::memory_order_relaxed); }
 
 mt_err mt_free(mt_tensor* hs, size_t n) {
   MT_BEGIN

@@ -10,8 +10,9 @@
  *     tensor they view, as in libtorch; freeing a handle never invalidates another handle.
  *   - Optional tensor arguments are NULL when absent.
  *   - Thread ownership: mt_claim_thread makes the calling OS thread the torch thread; every other
- *     entry point (except mt_abi_version, mt_on_torch_thread and mt_live_tensors) fails on any other
- *     thread. Grad mode, inference mode and the current CUDA stream are thread-local in libtorch.
+ *     entry point (except mt_abi_version, mt_on_torch_thread, mt_live_tensors and mt_tensors_created)
+ *     fails on any other thread. Grad mode, inference mode and the current CUDA stream are
+ *     thread-local in libtorch.
  *   - Dtypes and devices use the codes below, not libtorch's enums, so the ABI does not depend on the
  *     libtorch version.
  *
@@ -30,7 +31,7 @@
 extern "C" {
 #endif
 
-#define MT_ABI_VERSION 6
+#define MT_ABI_VERSION 7
 
 #if defined(__GNUC__)
 #define MT_API __attribute__((visibility("default")))
@@ -59,6 +60,8 @@ MT_API int mt_on_torch_thread(void);
 MT_API mt_err mt_version(char* buf, size_t cap, int* cuda_built, int* cuda_available, int* cuda_devices);
 /* handles created and not yet freed (all threads). */
 MT_API int64_t mt_live_tensors(void);
+/* handles created since the library was loaded (all threads): a step that creates none leaves it. */
+MT_API int64_t mt_tensors_created(void);
 MT_API mt_err mt_free(mt_tensor* hs, size_t n);
 MT_API mt_err mt_set_num_threads(int n);
 MT_API mt_err mt_manual_seed(uint64_t seed);
@@ -177,6 +180,28 @@ MT_API mt_err mt_silu_mul(mt_tensor gate, mt_tensor up, mt_tensor* out);
 MT_API mt_err mt_rope(mt_tensor x, mt_tensor cos, mt_tensor sin, mt_tensor* out);
 /* log_softmax(logits.float(), -1).gather(-1, ids.unsqueeze(-1)).squeeze(-1): per-token log-probs. */
 MT_API mt_err mt_token_logprobs(mt_tensor logits, mt_tensor ids, mt_tensor* out);
+
+/* ---- sample.cpp: sampling on the device --------------------------------------------------- */
+/* Columns of the per-row settings, float32 [rows, MT_SP_COLS]: temperature (1 for greedy rows),
+ * top-k (vocab = off), top-p (2 = off), min-p (0 = off), the row's uniform number u in [0, 1),
+ * greedy (1 = take the argmax). */
+enum { MT_SP_TEMP, MT_SP_TOPK, MT_SP_TOPP, MT_SP_MINP, MT_SP_U, MT_SP_GREEDY, MT_SP_COLS };
+/* Sampling modes: GREEDY (every row greedy) alone, or any of SORT (some row has top-k or top-p)
+ * and MINP (some row has min-p); 0 samples without truncation. */
+enum { MT_SAMPLE_GREEDY = 1, MT_SAMPLE_SORT = 2, MT_SAMPLE_MINP = 4 };
+/* One token per row of float32 logits [rows, vocab] by inverse-CDF sampling with each row's u:
+ * *out is float64 [rows, 4]: id, log-prob under the sampled (truncated) distribution, log-prob after
+ * temperature only, and a witness that is NaN or infinite exactly when the row's distribution is
+ * undefined (rollout/sampler.go states the semantics). */
+MT_API mt_err mt_sample(mt_tensor logits, mt_tensor params, int mode, mt_tensor* out);
+
+/* ---- fuse.cpp: weights laid out back to back ----------------------------------------------- */
+/* Group g is parts[offs[g]] .. parts[offs[g+1]-1] (same dtype, device and trailing dims). Each
+ * group's parts are made consecutive rows of one storage, each part keeping its own tensor (autograd
+ * state and gradient: only its data is re-pointed), and outs[g] receives the whole [sum of rows, ...]
+ * tensor. A group already laid out so is only checked (pointer comparisons); one whose parts were
+ * replaced is copied into new storage. *moved counts the groups copied. */
+MT_API mt_err mt_fuse_rows(mt_tensor* parts, const int* offs, int ngroups, mt_tensor* outs, int* moved);
 
 /* ---- autograd.cpp ---------------------------------------------------------------------------- */
 MT_API mt_err mt_set_requires_grad(mt_tensor t, int on);

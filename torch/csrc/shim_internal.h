@@ -56,6 +56,23 @@ at::TensorOptions options(int dtype, int device);
 // A Scalar that keeps integer tensors integral when the value is integral.
 at::Scalar scalar_for(const at::Tensor& t, double v);
 
+// The layers of nn.cpp, shared with the static decode step (decode.cpp).
+// Scaled dot-product attention with grouped-query heads (mt_sdpa).
+at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c10::optional<at::Tensor> mask,
+                bool causal, double scale);
+// HF's RMSNorm: normalised in float32, cast back, times the weight (mt_rms_norm).
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& w, double eps);
+// Rotary embedding, HF layout (mt_rope).
+at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+// x Wᵀ + b as at::linear, as a matrix-vector product when x is one row on the CPU (mt_linear).
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const c10::optional<at::Tensor>& b);
+// One token per row of float32 logits under the [rows, MT_SP_COLS] settings (sample.cpp, mt_sample):
+// [rows, 4] float64 id, log-prob, tempered log-prob, finiteness witness.
+at::Tensor sample(const at::Tensor& logits, const at::Tensor& params, int mode);
+// Lays the parts out back to back and returns the whole (fuse.cpp, mt_fuse_rows); *moved tells
+// whether they had to be copied.
+at::Tensor fuse_rows(const std::vector<at::Tensor>& parts, bool* moved);
+
 #ifdef MTGRPO_CUDA
 // A fresh CUDA generator for device index (runtime_cuda.cpp).
 at::Generator cuda_generator(int index);
