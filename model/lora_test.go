@@ -101,34 +101,38 @@ func TestLoRAMatchesMergedWeights(t *testing.T) {
 	}
 }
 
-// The rollout engine's path (prefill, then one token at a time through the KV cache) runs the same
-// adapted forward as the trainer's full forward.
+// The rollout engine's path (prefill, then one token at a time through the KV cache, q/k/v and
+// gate/up as one fused product each with every projection's adapter added to its part) runs the
+// same adapted forward as the trainer's full forward (separate products), for each architecture
+// (Qwen2's q/k/v biases fused too).
 func TestLoRADecodeMatchesFullForward(t *testing.T) {
-	onTorch(t, func() error {
-		m := loraModel(t, "qwen3", false, testLoRA)
-		defer m.Close()
-		V := m.Config.VocabSize
-		seq := randomSeqs(2, V, 9)[0]
-		full := seqLogits(t, m, seq)
-		c, err := m.NewKVCache(2, 16)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		logits, err := m.Prefill(c, []int{1}, [][]int32{seq[:3]})
-		if err != nil {
-			return err
-		}
-		for i := 3; i < len(seq); i++ {
-			if logits, err = m.Decode(c, []int{1}, seq[i:i+1]); err != nil {
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		onTorch(t, func() error {
+			m := loraModel(t, arch, false, testLoRA)
+			defer m.Close()
+			V := m.Config.VocabSize
+			seq := randomSeqs(2, V, 9)[0]
+			full := seqLogits(t, m, seq)
+			c, err := m.NewKVCache(2, 16)
+			if err != nil {
 				return err
 			}
-			if d := maxAbsDiff(logits.Float32s(), full[i*V:(i+1)*V]); d > logitTol(full[i*V:(i+1)*V]) {
-				t.Errorf("decode of token %d differs from the full forward by %g", i, d)
+			defer c.Close()
+			logits, err := m.Prefill(c, []int{1}, [][]int32{seq[:3]})
+			if err != nil {
+				return err
 			}
-		}
-		return nil
-	})
+			for i := 3; i < len(seq); i++ {
+				if logits, err = m.Decode(c, []int{1}, seq[i:i+1]); err != nil {
+					return err
+				}
+				if d := maxAbsDiff(logits.Float32s(), full[i*V:(i+1)*V]); d > logitTol(full[i*V:(i+1)*V]) {
+					t.Errorf("%s: decode of token %d differs from the full forward by %g", arch, i, d)
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // With adapters only they train: Parameters lists their A and B, the base weights get no
