@@ -37,7 +37,7 @@ func TestPPOWithCritic(t *testing.T) {
 		}
 		defer critic.Close()
 		cfg := smallConfig()
-		cfg.Advantage.Estimator = EstGAE
+		cfg.Advantage.Estimator = algo.EstGAE
 		cfg.Advantage.GAE.BiLevel = true
 		cfg.Critic.Warmup = 1
 		cfg.Critic.LR = 1e-3
@@ -140,7 +140,7 @@ func TestEpochsAndMiniBatches(t *testing.T) {
 func TestMTGRPOTurnCredit(t *testing.T) {
 	dir := tinyDir(t, 11, nil)
 	err := torch.Run(func() error {
-		for _, est := range []algo.Estimator{EstMTGRPO, algo.EstGRPO} {
+		for _, est := range []algo.Estimator{algo.EstMTGRPO, algo.EstGRPO} {
 			cfg := smallConfig()
 			cfg.Advantage.Estimator = est
 			r := newRun(t, dir, newByteEnv(2, byteSum), cfg, nil)
@@ -163,7 +163,7 @@ func TestMTGRPOTurnCredit(t *testing.T) {
 					differ++
 				}
 			}
-			if est == EstMTGRPO && differ == 0 {
+			if est == algo.EstMTGRPO && differ == 0 {
 				t.Error("mt_grpo: every trajectory's turns got the same advantage")
 			}
 			if est == algo.EstGRPO && differ != 0 {

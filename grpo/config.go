@@ -16,7 +16,7 @@ type Config struct {
 	// Rollout: what each step generates.
 	Rollout RolloutConfig
 	// Advantage: how rewards become advantages (algorithm.adv_estimator and its settings).
-	Advantage AdvConfig
+	Advantage algo.AdvConfig
 	// Reward: shaping applied to trajectory rewards before the advantages.
 	Reward RewardConfig
 	// Loss: the policy loss, KL, entropy, aggregation, importance sampling
@@ -104,8 +104,8 @@ type OptimConfig struct {
 	// WarmupSteps.
 	WarmupRatio float64 `yaml:"warmup_ratio"`
 	// Schedule after warmup: constant or cosine; MinLRRatio is cosine's floor as a fraction of LR.
-	Schedule   Schedule `yaml:"schedule"`
-	MinLRRatio float64  `yaml:"min_lr_ratio"`
+	Schedule   algo.Schedule `yaml:"schedule"`
+	MinLRRatio float64       `yaml:"min_lr_ratio"`
 	// TotalSteps is the run's optimizer steps, for the cosine schedule (0: unknown). The trainer
 	// sets it from the run's length (ScheduleSteps); it is not a configuration key.
 	TotalSteps int `yaml:"-"`
@@ -123,7 +123,7 @@ type RewardConfig struct {
 	// 0: off (no reference model needed for it).
 	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the estimator of the KL in the reward (algorithm.kl_penalty).
-	KLKind KLKind `yaml:"kl_kind"`
+	KLKind algo.KLKind `yaml:"kl_kind"`
 }
 
 // DAPOConfig holds DAPO's dynamic sampling and overlong buffer (the dapo: section).
@@ -167,10 +167,10 @@ func Defaults() Config {
 		Rollout: RolloutConfig{Tasks: 8, GroupSize: 8, Sampling: rollout.Sampling{Temperature: 1, TopP: 1, MaxNewTokens: 512},
 			MaxContextTokens: 4096},
 		Advantage: algo.DefaultAdvConfig(),
-		Reward:    RewardConfig{KLKind: KLK3},
+		Reward:    RewardConfig{KLKind: algo.KLK3},
 		Loss:      DefaultLossConfig(),
 		Optim: OptimConfig{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01,
-			Schedule: Constant, MaxGradNorm: 1},
+			Schedule: algo.Constant, MaxGradNorm: 1},
 		Update: UpdateConfig{Epochs: 1, MiniBatches: 1, MicroTokens: 16384},
 		DAPO:   DAPOConfig{MaxGenBatches: 4, OverlongFactor: 1},
 		Critic: CriticConfig{ValueClip: 0.5, MaxGradNorm: 1},
@@ -251,7 +251,7 @@ func (c *Config) Validate() error {
 	if u.MiniBatches > r.Tasks*r.GroupSize {
 		return setting.Errorf("update.mini_batches", "%d exceeds the %d trajectories of a step", u.MiniBatches, r.Tasks*r.GroupSize)
 	}
-	if err := setting.OneOf("optim.schedule", o.Schedule, []Schedule{algo.Constant, algo.Cosine}); err != nil {
+	if err := setting.OneOf("optim.schedule", o.Schedule, []algo.Schedule{algo.Constant, algo.Cosine}); err != nil {
 		return err
 	}
 	if err := c.Advantage.Validate(); err != nil {
@@ -307,7 +307,7 @@ func (r RolloutConfig) validateSizes() error {
 func (c *Config) NeedsReference() bool { return c.Loss.KLCoef > 0 || c.Reward.KLCoef > 0 }
 
 // NeedsCritic reports whether training needs a critic (Models.Critic): the gae estimator.
-func (c *Config) NeedsCritic() bool { return c.Advantage.Estimator == EstGAE }
+func (c *Config) NeedsCritic() bool { return c.Advantage.Estimator == algo.EstGAE }
 
 // ScheduleSteps sets Optim.TotalSteps, the length of the learning-rate schedule, to the optimizer
 // steps that the given number of Steps take (Epochs × MiniBatches each), unless it is set.

@@ -38,7 +38,7 @@ func (t *Trainer) credit(trajs []*rollout.Trajectory, samples []*sample, m Metri
 					return err
 				}
 				klRewards[s] = r
-				if t.cfg.Advantage.Estimator.Outcome() || t.cfg.Advantage.Estimator == EstMTGRPO {
+				if t.cfg.Advantage.Estimator.Outcome() || t.cfg.Advantage.Estimator == algo.EstMTGRPO {
 					for _, v := range r {
 						scores[k] += v
 					}
@@ -51,11 +51,11 @@ func (t *Trainer) credit(trajs []*rollout.Trajectory, samples []*sample, m Metri
 	switch est := t.cfg.Advantage.Estimator; {
 	case est.Outcome():
 		err = t.outcomeCredit(trajs, idx, scores, byTraj, m)
-	case est == EstMTGRPO:
+	case est == algo.EstMTGRPO:
 		err = t.mtCredit(trajs, idx, scores, byTraj, m)
-	case est == EstGAE:
+	case est == algo.EstGAE:
 		err = t.gaeCredit(trajs, idx, byTraj, klRewards)
-	case est == EstReinforcePP:
+	case est == algo.EstReinforcePP:
 		err = t.reinforceCredit(trajs, idx, scores, byTraj, klRewards, m)
 	default:
 		err = fmt.Errorf("grpo: estimator %q has no credit assignment", est)

@@ -97,7 +97,7 @@ func fixedReturnSamples(n int) []*sample {
 func fitCritic(t *testing.T, cfg Config, updates int) (ev, vmean []float64) {
 	t.Helper()
 	dir := tinyDir(t, 3, nil)
-	cfg.Advantage.Estimator = EstGAE
+	cfg.Advantage.Estimator = algo.EstGAE
 	err := torch.Run(func() error {
 		cm := loadModel(t, dir)
 		defer cm.Close()

@@ -67,19 +67,21 @@
 //	sample.go          per-turn samples, mini-batches by trajectory, packing by token budget
 //	score.go           no-grad passes: ℓ_old, ℓ_ref, and the micro-batch layout (shared prefixes)
 //	credit.go          rewards → per-token advantages (outcome, MT-GRPO, GAE)
-//	update.go          epochs, mini-batches, micro-batches, clip, optimizer step
+//	update.go          the update: for each epoch and mini-batch, the passes, then a step
+//	                   (the optimizer, its reduction and ZeRO sharding: package grpo/shard)
 //	loss_step.go       aggregation weights and loss inputs of a micro-batch; metric accumulation
 //	critic.go          the PPO critic: value head, values, its update
 //	sft.go             supervised warm-up steps on demonstrations
 //	sft_config.go      SFTConfig (the sft: section) and the warm-up's trainer configuration
 //	eval.go            EvalConfig (the eval: section) and validation: accuracy, pass@k
+//	state.go           Progress, State and Restore: what a checkpoint holds besides the weights
 //	metrics.go         Metrics and the rollout statistics
+//	profile.go         ProfileConfig: the rollout's time split in the step's metrics
 //
 //	dist.go            data-parallel training: Dist, DistConfig, who plays and trains what
 //	dist_exchange.go   trajectories and scores exchanged between ranks
 //	dist_ahead.go      rollout ahead of training: rollout ranks one batch ahead of the trainers
 //
-//	algo.go            the settings declared by grpo/algo, under grpo's names
 //	kl.go              the KL estimators on tensors (TokenKL)
 //	loss.go            LossConfig and the actor loss of one micro-batch
 //	loss_policy.go     PPO clip (clip-higher, dual clip), GSPO, CISPO, importance sampling
@@ -102,8 +104,8 @@
 // Aggregation is decided on the host too: algo.AggWeights gives every trained token of a mini-batch a
 // weight w such that the mini-batch loss is Σ w·L, computed from the whole mini-batch's token and
 // sequence counts. Micro-batches (and data-parallel ranks) then add up to the unsplit loss
-// exactly, whichever way the mini-batch is split. AggConfig.Turns says whether a "sequence" of the
-// seq-mean modes is a turn or a whole trajectory.
+// exactly, whichever way the mini-batch is split. algo.AggConfig.Turns says whether a "sequence"
+// of the seq-mean modes is a turn or a whole trajectory.
 //
 // The losses are tensor code on the torch thread: Loss and ValueLoss take per-token tensors of
 // one layout (the model batch's [rows, cols], several packed samples to a row), compute in

@@ -10,17 +10,17 @@ import (
 
 // TokenKL is algo.KLPenalty on tensors: lp and ref of one shape (float32 math) → per-token KL of that
 // shape. Differentiable in lp.
-func TokenKL(kind KLKind, lp, ref *torch.Tensor) (*torch.Tensor, error) {
+func TokenKL(kind algo.KLKind, lp, ref *torch.Tensor) (*torch.Tensor, error) {
 	d := lp.Sub(ref)
 	switch kind {
-	case KLK1:
+	case algo.KLK1:
 		return d, nil
-	case KLK2:
+	case algo.KLK2:
 		return d.Square().MulScalar(0.5), nil
-	case KLK3:
+	case algo.KLK3:
 		x := d.Neg().Clamp(-20, 20)
 		return x.Exp().Sub(x).AddScalar(-1).Clamp(-10, 10), nil
-	case KLAbs:
+	case algo.KLAbs:
 		return d.Abs(), nil
 	}
 	_, err := algo.ParseKLKind(string(kind))

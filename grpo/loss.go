@@ -104,7 +104,7 @@ type LossConfig struct {
 	// KLCoef is β of the KL-to-reference term in the loss (0: no term, no reference model).
 	KLCoef float64 `yaml:"kl_coef"`
 	// KLKind is the KL estimator (k3).
-	KLKind KLKind `yaml:"kl_kind"`
+	KLKind algo.KLKind `yaml:"kl_kind"`
 	// EntropyCoef is the entropy bonus coefficient (0).
 	EntropyCoef float64 `yaml:"entropy_coef"`
 	// IS corrects the sampler-vs-trainer mismatch (off); ISMax is the cap C (2) and ISMin the lower
@@ -114,7 +114,7 @@ type LossConfig struct {
 	ISMax float64 `yaml:"is_max"`
 	// Agg is the loss aggregation, applied through Weights; its keys (agg, agg_turns, agg_norm)
 	// sit beside the others.
-	Agg AggConfig `yaml:",inline"`
+	Agg algo.AggConfig `yaml:",inline"`
 }
 
 // DefaultLossConfig is verl's actor defaults (clip 0.2/0.2, k3, no KL, no entropy, token-mean)
@@ -123,7 +123,7 @@ func DefaultLossConfig() LossConfig {
 	return LossConfig{
 		Policy: PolicyPPO, ClipLow: 0.2, ClipHigh: 0.2,
 		GSPOClipLow: 3e-4, GSPOClipHigh: 4e-4,
-		KLKind: KLK3, IS: ISOff, ISMax: 2, Agg: algo.DefaultAggConfig(),
+		KLKind: algo.KLK3, IS: ISOff, ISMax: 2, Agg: algo.DefaultAggConfig(),
 	}
 }
 

@@ -66,7 +66,7 @@ func (d batchData) inputs(from, to int, w []float64) LossInputs {
 }
 
 // fullConfig turns every term on: PPO with dual clip, k3 KL, entropy, truncated IS.
-func fullConfig(agg AggConfig) LossConfig {
+func fullConfig(agg algo.AggConfig) LossConfig {
 	c := DefaultLossConfig()
 	c.DualClip, c.KLCoef, c.EntropyCoef = 3, 0.05, 0.01
 	c.IS, c.ISMax = ISTokenTruncate, 1.1
@@ -80,7 +80,7 @@ func TestLossMicroBatchesAddUp(t *testing.T) {
 	lens := []int{5, 2, 3, 1}
 	d := newBatchData(lens, 5, 1)
 	samples := []algo.AggSample{{Tokens: 5, Traj: 0}, {Tokens: 2, Traj: 0}, {Tokens: 3, Traj: 1}, {Tokens: 1, Traj: 2}}
-	aggs := []AggConfig{
+	aggs := []algo.AggConfig{
 		{Mode: algo.AggTokenMean, Turns: algo.TurnsAsSequences},
 		{Mode: algo.AggSeqMeanTokenMean, Turns: algo.TurnsAsSequences},
 		{Mode: algo.AggSeqMeanTokenMean, Turns: algo.TrajectoryAsSequence},

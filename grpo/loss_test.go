@@ -204,7 +204,7 @@ func TestLossKLAndEntropy(t *testing.T) {
 		// k1 and k2 in the loss: Σ w·β·KL with KL = δ or δ²/2: 0.1·0.5·0.5 and 0.1·0.5·0.125;
 		// gradients β·w·1 and β·w·δ.
 		c.EntropyCoef = 0
-		for kind, want := range map[KLKind][2]float64{KLK1: {0.025, 0.05}, KLK2: {0.00625, 0.025}} {
+		for kind, want := range map[algo.KLKind][2]float64{algo.KLK1: {0.025, 0.05}, algo.KLK2: {0.00625, 0.025}} {
 			c.KLKind = kind
 			loss, _, _ := Loss(c, in)
 			if got := loss.Float(); !near(got, want[0], 1e-7) {
@@ -219,7 +219,7 @@ func TestTokenKLMatchesKLPenalty(t *testing.T) {
 	lp := []float64{-1, -0.2, -3, 0, -30, -0.5}
 	ref := []float64{-1.5, -0.2, -1, -30, 0, -0.25}
 	onTorch(t, func() {
-		for _, kind := range []KLKind{KLK1, KLK2, KLK3, KLAbs} {
+		for _, kind := range []algo.KLKind{algo.KLK1, algo.KLK2, algo.KLK3, algo.KLAbs} {
 			kl, err := TokenKL(kind, tf(lp, 6), tf(ref, 6))
 			if err != nil {
 				t.Fatal(err)
@@ -262,7 +262,7 @@ func TestPPOKLClampedAsTheRatio(t *testing.T) {
 func TestLossKLAbs(t *testing.T) {
 	onTorch(t, func() {
 		c := DefaultLossConfig()
-		c.KLCoef, c.KLKind = 0.1, KLAbs
+		c.KLCoef, c.KLKind = 0.1, algo.KLAbs
 		in := LossInputs{
 			LogProbs:   leaf([]float64{-1, -2}, 2),
 			Ref:        tf([]float64{-1.5, -1.5}, 2),

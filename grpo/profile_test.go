@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -46,7 +47,7 @@ func TestConfigDecisions(t *testing.T) {
 		t.Errorf("defaults need a reference %v, a critic %v; want neither", c.NeedsReference(), c.NeedsCritic())
 	}
 	c.Reward.KLCoef = 0.01
-	c.Advantage.Estimator = EstGAE
+	c.Advantage.Estimator = algo.EstGAE
 	if !c.NeedsReference() || !c.NeedsCritic() {
 		t.Error("a KL in the reward needs the reference; gae needs a critic")
 	}

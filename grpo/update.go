@@ -3,6 +3,7 @@ package grpo
 import (
 	"fmt"
 
+	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/grpo/shard"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -69,7 +70,7 @@ func (t *Trainer) fit(opt *shard.Optimizer, samples []*sample, purpose uint64, l
 // logs them.
 func (t *Trainer) stepPolicy(norm float64, m Metrics) error {
 	o := t.cfg.Optim
-	lr := LR(o.LR, t.updates+t.skipped, o.WarmupSteps(), o.TotalSteps, o.Schedule, o.MinLRRatio)
+	lr := algo.LR(o.LR, t.updates+t.skipped, o.WarmupSteps(), o.TotalSteps, o.Schedule, o.MinLRRatio)
 	m["actor/grad_norm"], m["actor/lr"] = norm, lr
 	stepped, err := t.opt.Step(lr)
 	switch {

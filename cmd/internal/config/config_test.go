@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/grpo/algo"
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 )
@@ -100,7 +99,7 @@ func TestSFTTrainerSchedule(t *testing.T) {
 			o.LR, o.Warmup, o.Schedule, o.MinLRRatio, o.TotalSteps)
 	}
 	// Half-way through the cosine part (step 10 + 95): the floor plus half the way to the peak.
-	if lr, want := grpo.LR(o.LR, 105, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio), 2e-4+0.5*1.8e-3; math.Abs(lr-want) > 1e-12 {
+	if lr, want := algo.LR(o.LR, 105, o.Warmup, o.TotalSteps, o.Schedule, o.MinLRRatio), 2e-4+0.5*1.8e-3; math.Abs(lr-want) > 1e-12 {
 		t.Errorf("lr at SFT step 105: %v, want %v", lr, want)
 	}
 	if r, err := c.Trainer(); err != nil || r.Optim.LR != 1e-5 || r.Optim.Schedule != algo.Constant {
