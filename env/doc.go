@@ -99,7 +99,7 @@
 // Tools of MCP servers (package env/mcp) join an environment through Config.ExtraTools; an
 // OpenEnv server is an environment (package env/openenv); a reward function run as a command or
 // reached over HTTP (package env/extreward) is an ExternalReward in the Rubric, fed the
-// TrajectoryRecord JSON that run directories also store. Package env/external opens all three
+// TrajectoryRecord JSON. Package env/external opens all three
 // from a run's config sections. The single- vs multi-turn rule is IsMultiTurn (detect.go):
 // tools or more than one turn make an environment multi-turn.
 package env

@@ -1,8 +1,7 @@
 package env
 
 // TrajectoryRecord is a finished episode as JSON: what an external reward function receives
-// (docs/rewards.md) and what a run directory's trajectory samples hold. One shape for both, so
-// a reward script can be tried on the samples of an earlier run.
+// (docs/rewards.md).
 //
 // Messages is the whole conversation in the Hugging Face chat shape: the opening messages
 // (system, prompt), then per turn the assistant's message as parsed (prose and tool_calls) and
@@ -10,8 +9,7 @@ package env
 // range [start, end) of turn i in Messages, its assistant message first; Turns[i].Text is what
 // the model wrote, markup included.
 //
-// Reward, TurnRewards and Metrics are empty in what a reward function receives and filled in the
-// run directory's samples (rollout.Trajectory.Record), as is Error for a failed episode.
+// Reward, TurnRewards, Metrics and Error stay empty in what a reward function receives.
 type TrajectoryRecord struct {
 	TaskID      string         `json:"task_id"`
 	Episode     int            `json:"episode"`

@@ -79,8 +79,7 @@
 //
 // An environment behind a server with a session limit (env.Environment.MaxConcurrent, an OpenEnv
 // server) is run with DriverConfig.MaxOpenEpisodes set to it: episodes beyond it start as others
-// finish. Trajectory.Record is the episode as JSON (env.TrajectoryRecord with the rubric's
-// verdict): what a run directory's samples store and what external reward functions read.
+// finish.
 //
 // Every span of a turn is appended with its loss mask declared (Turn.Spans): the context span is
 // never trained; the output span is trained unless it is a summary with Summary.Train unset, or

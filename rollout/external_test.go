@@ -306,13 +306,6 @@ func TestDriverExternalReward(t *testing.T) {
 			t.Errorf("end %s (%v), reward %v, turn rewards %v %v, metrics %v", tr.End, tr.Err, tr.Reward,
 				tr.Turns[0].Reward, tr.Turns[1].Reward, tr.Score.Metrics)
 		}
-		// The run directory's sample: the record the script read, with the verdict.
-		rec := tr.Record()
-		if rec.Reward == nil || *rec.Reward != 1 || !slices.Equal(rec.TurnRewards, []float64{3, 0}) || len(rec.Messages) != 5 ||
-			len(rec.Tools) != 1 || rec.Turns[1].Messages != [2]int{4, 5} || rec.Turns[0].ContextTokens != len(tr.Turns[0].Context) ||
-			rec.Episode != tr.Index || rec.End != string(EndDone) || rec.Metrics["reward/external"] != 1 || rec.Error != "" {
-			t.Errorf("record %+v", rec)
-		}
 	}
 	script.Command = append(script.Command, "--exit", "3")
 	r, _ = extreward.New(script)
@@ -320,9 +313,6 @@ func TestDriverExternalReward(t *testing.T) {
 		want := fmt.Sprintf(`episode %d: reward: reward external: command reward "python3 ../env/extreward/testdata/reward.py --exit 3": trajectory of task %s (episode %d): exit status 3`, i, ts[i].ID, i)
 		if tr.End != EndError || tr.Err == nil || !strings.Contains(tr.Err.Error(), want) {
 			t.Errorf("failing script: end %s, %v\nwant %s", tr.End, tr.Err, want)
-		}
-		if rec := tr.Record(); rec.Reward != nil || !strings.Contains(rec.Error, want) || len(rec.Turns) != 2 {
-			t.Errorf("failed record %+v", rec)
 		}
 	}
 }

@@ -32,27 +32,6 @@ type Trajectory struct {
 	Profile                                       EpisodeProfile
 }
 
-// Record is the trajectory as a run directory's sample stores it: the env.TrajectoryRecord that
-// external reward functions receive (conversation, turn boundaries, token counts of the action
-// turns), with the rubric's reward, turn rewards and metrics, or the error of a failed episode.
-func (t *Trajectory) Record() env.TrajectoryRecord {
-	et := env.Trajectory{Task: t.Task, Start: t.Start, Episode: t.Index, Group: t.Group, End: string(t.End)}
-	for _, tu := range t.Turns {
-		if tu.Kind == KindAction { // a turn whose env step failed has no Step: its text stands alone
-			et.Turns = append(et.Turns, env.Turn{Assistant: tu.Text, Result: tu.Step, ContextTokens: len(tu.Context),
-				OutputTokens: len(tu.Output)})
-		}
-	}
-	r := env.NewTrajectoryRecord(&et)
-	if t.Err != nil {
-		r.Error = t.Err.Error()
-		return r
-	}
-	reward := t.Reward
-	r.Reward, r.TurnRewards, r.Metrics = &reward, t.Score.TurnRewards, t.Score.Metrics
-	return r
-}
-
 // EndReason says how an episode ended.
 type EndReason string
 
