@@ -41,7 +41,7 @@ import (
 //     the ranks that train (dist_ahead.go).
 //
 // Checkpoints, logs, reports and export are the caller's, written by the main rank (IsMain);
-// State is a collective under ZeRO-1 and must then be called on every rank.
+// State is a collective under ZeRO (any stage) and must then be called on every training rank.
 
 // DistConfig is data parallelism's settings: a run's dist: section (its keys the yaml names
 // below), which applies when the run has several processes.
