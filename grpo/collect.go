@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/exchange"
 	"github.com/mtgrpo/mtgrpo/rollout"
 )
 
@@ -83,7 +84,7 @@ func (t *Trainer) play(ctx context.Context, tasks []env.Task, round, first int) 
 	if err != nil {
 		return nil, err
 	}
-	if trajs, err = gatherTrajectories(t.dist.all(), trajs, tasks, first); err != nil {
+	if trajs, err = exchange.Trajectories(t.dist.all(), trajs, tasks, first); err != nil {
 		return nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}
 	return trajs, nil

@@ -21,7 +21,7 @@ import (
 //     and plays a contiguous share of them, numbering its episodes from their place in the whole
 //     batch (rollout.DriverConfig.FirstIndex): the sampling seeds, hence the trajectories, are the
 //     ones a single process would have generated. The trajectories are then exchanged
-//     (dist_exchange.go), so that every rank holds the whole batch in single-process order.
+//     (package grpo/exchange), so that every rank holds the whole batch in single-process order.
 //   - Rewards, group statistics, advantages, dynamic sampling and the rollout metrics are computed
 //     on the whole batch by every rank alike (cheap host math): they equal the single-process
 //     ones exactly.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/exchange"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -58,7 +59,7 @@ func (t *Trainer) stepAhead(ctx context.Context, src TaskSource) (Metrics, []*ro
 		return nil, nil, fmt.Errorf("grpo: step %d: tasks: %w", t.iter, err)
 	}
 	trajs, err := timed(m, phaseGen, func() ([]*rollout.Trajectory, error) {
-		return gatherTrajectories(t.dist.pg, nil, tasks, 0)
+		return exchange.Trajectories(t.dist.pg, nil, tasks, 0)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)
@@ -82,7 +83,7 @@ func (t *Trainer) generateAhead(ctx context.Context, src TaskSource, m Metrics) 
 		}
 		t.pending = b
 	}
-	trajs, err := gatherTrajectories(t.dist.pg, t.pending.trajs, t.pending.tasks, 0)
+	trajs, err := exchange.Trajectories(t.dist.pg, t.pending.trajs, t.pending.tasks, 0)
 	if err != nil {
 		return nil, fmt.Errorf("grpo: step %d: %w", t.iter, err)
 	}

@@ -65,7 +65,8 @@
 //	                   critic): each key's range, declared once (internal/setting)
 //	collect.go         the rollout phase, dynamic sampling, containment of bad rewards
 //	sample.go          per-turn samples, mini-batches by trajectory, packing by token budget
-//	score.go           no-grad passes: ℓ_old, ℓ_ref, and the micro-batch layout (shared prefixes)
+//	score.go           no-grad passes: ℓ_old, ℓ_ref, and the micro-batch layout (shared prefixes);
+//	                   data parallel, each rank scores its share (values exchanged: grpo/exchange)
 //	credit.go          rewards → per-token advantages (outcome, MT-GRPO, GAE)
 //	update.go          the update: for each epoch and mini-batch, the passes, then a step
 //	                   (the optimizer, its reduction and ZeRO sharding: package grpo/shard)
@@ -79,7 +80,6 @@
 //	profile.go         ProfileConfig: the rollout's time split in the step's metrics
 //
 //	dist.go            data-parallel training: Dist, DistConfig, who plays and trains what
-//	dist_exchange.go   trajectories and scores exchanged between ranks
 //	dist_ahead.go      rollout ahead of training: rollout ranks one batch ahead of the trainers
 //
 //	kl.go              the KL estimators on tensors (TokenKL)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mtgrpo/mtgrpo/env"
+	"github.com/mtgrpo/mtgrpo/grpo/exchange"
 	"github.com/mtgrpo/mtgrpo/internal/setting"
 	"github.com/mtgrpo/mtgrpo/rollout"
 	"github.com/mtgrpo/mtgrpo/tokenizer"
@@ -104,7 +105,7 @@ func Evaluate(ctx context.Context, gen rollout.Generator, tok *tokenizer.Tokeniz
 	if err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
-	if trajs, err = gatherTrajectories(c.Dist.trainGroup(), trajs, tasks, 0); err != nil {
+	if trajs, err = exchange.Trajectories(c.Dist.trainGroup(), trajs, tasks, 0); err != nil {
 		return nil, nil, fmt.Errorf("grpo: eval: %w", err)
 	}
 	m := Metrics{}

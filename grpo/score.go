@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mtgrpo/mtgrpo/grpo/exchange"
 	"github.com/mtgrpo/mtgrpo/model"
 	"github.com/mtgrpo/mtgrpo/torch"
 )
@@ -144,4 +145,31 @@ func (t *Trainer) reference() (m *model.Model, base bool) {
 		return t.ms.Policy, true
 	}
 	return t.ms.Reference, false
+}
+
+// scoreShared runs a scoring pass (compute, on a share of samples) on each training rank's share
+// and gives every rank every sample's values (get reads a computed sample's values, set stores
+// received ones; package exchange carries them). A single process computes everything.
+func (d *Dist) scoreShared(samples []*sample, compute func([]*sample) error, get func(*sample) []float32,
+	set func(*sample, []float32)) error {
+	if d == nil {
+		return compute(samples)
+	}
+	index := make(map[*sample]int, len(samples))
+	for i, s := range samples {
+		index[s] = i
+	}
+	mine := d.share(samples)
+	if err := compute(mine); err != nil {
+		return err
+	}
+	at, values := make([]int, len(mine)), make([][]float32, len(mine))
+	for k, s := range mine {
+		at[k], values[k] = index[s], get(s)
+	}
+	if err := exchange.Scores(d.train, len(samples), at, values, func(i int) int { return len(samples[i].IDs) },
+		func(i int, v []float32) { set(samples[i], v) }); err != nil {
+		return fmt.Errorf("grpo: %w", err)
+	}
+	return nil
 }
