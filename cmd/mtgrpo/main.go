@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mtgrpo/mtgrpo/cmd/internal/inputs"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/job"
 	"github.com/mtgrpo/mtgrpo/cmd/internal/threads"
 	"github.com/mtgrpo/mtgrpo/torch"
@@ -75,6 +76,7 @@ func run(args []string) error {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
+			defer inputs.Release() // what one command read is its own (a failed one releases it here)
 			return c.run(args[1:])
 		}
 	}
