@@ -71,3 +71,30 @@ func TestBadKeysExitTwo(t *testing.T) {
 		t.Errorf("exit %d, want 2", code)
 	}
 }
+
+// OpenRLHF's flags as its scripts write them: two-valued flags, switches given alone, a negative
+// value, and --gamma as OpenRLHF's discount (not align-anything's PPO).
+func TestOpenRLHFCommandLine(t *testing.T) {
+	fs := trainCommand.flags()
+	rf := newRunFlags(fs, commonKeys)
+	err := rf.parse(trainCommand, []string{"--pretrain", "m", "--gamma", "0.99", "--use_kl_loss", "--kl_estimator", "k3",
+		"--advantage_estimator", "group_norm", "--dynamic_filtering", "--dynamic_filtering_reward_range", "0", "1",
+		"--eps_clip_low_high", "0.2", "0.3", "--save_steps", "-1", "--bf16", "--n_samples_per_prompt", "8", "--rollout_batch_size", "16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := rf.sources("train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.LookupEnv = func(string) (string, bool) { return "", false }
+	c, err := config.Resolve(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "m" || c.Advantage.Estimator != "grpo" || c.Advantage.GAE.Gamma != 0.99 || !c.DAPO.DynamicSampling || c.Loss.ClipLow != 0.2 ||
+		c.Loss.ClipHigh != 0.3 || c.Train.CheckpointEvery != 0 || c.DType != "bfloat16" || c.Loss.KLKind != "k3" || c.Rollout.Tasks != 16 {
+		t.Errorf("model %q estimator %s gamma %v dynamic %v clip %v/%v checkpoints %d dtype %s kl %s tasks %d", c.Model, c.Advantage.Estimator,
+			c.Advantage.GAE.Gamma, c.DAPO.DynamicSampling, c.Loss.ClipLow, c.Loss.ClipHigh, c.Train.CheckpointEvery, c.DType, c.Loss.KLKind, c.Rollout.Tasks)
+	}
+}

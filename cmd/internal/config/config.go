@@ -76,8 +76,10 @@ type Config struct {
 	// that are combined once every source is read (Family.Derive).
 	warnings []string
 	given    given
-	// layouts records where each foreign family's first key was given (Family.Implies).
-	layouts map[string]string
+	// layouts records where each foreign family's first key was given (Family.Implies);
+	// foreignSeen where each foreign key was.
+	layouts     map[string]string
+	foreignSeen map[string]string
 }
 
 // DistConfig is data-parallel training's settings (grpo.DistConfig, its keys inlined;

@@ -10,7 +10,7 @@
 //
 // Every source may use the native layout or other projects' keys: Families holds one
 // translation table per project (verl's ppo_trainer, TRL's GRPOConfig and verifiers,
-// align-anything's multi-turn PPO, the MT-GRPO scripts, the multi-turn GRPO seed), each row a
+// OpenRLHF's train_ppo_ray, align-anything's multi-turn PPO, the MT-GRPO scripts, the multi-turn GRPO seed), each row a
 // foreign key and the native key it sets, a value translation, or why it has no effect (a
 // warning) or is refused; docs/config.md's sections are generated from them. Nothing is guessed:
 // an unknown key, a value of the wrong type or out of range is an Error naming the key and where
@@ -36,7 +36,9 @@
 //
 // Files: config.go (the struct and Defaults), presets.go, yaml.go (the strict decoder),
 // foreign.go (the tables' types and look-up), translate.go (applying foreign keys, Errors),
-// values.go (value translations), verl.go, trl.go, seed.go (the families), effects.go
+// values.go (value translations), verl.go, verl_derive.go, verl_machinery.go, trl.go,
+// trl_args.go, openrlhf.go, seed.go (the families; keys shared by TRL and OpenRLHF are one row
+// in both, a key with two meanings in two families panics at start-up), effects.go
 // (combined keys, implied settings, warnings of settings without effect, dataset rows), env.go
 // (environment variables), resolve.go (the order, Set, saved configs, printing), validate.go,
 // numbers.go (finite values as read), convert.go (the trainer's, environment's, rollout's and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mtgrpo/mtgrpo/env"
@@ -34,7 +35,20 @@ func (c *Config) finish() error {
 		}
 	}
 	c.given = nil
+	errs = append(errs, c.aggNormDefault())
 	return joinErrors(errs)
+}
+
+// aggNormDefault gives seq-mean-token-sum-norm its constant when none is set: the output limit,
+// rollout.max_new_tokens (verl divides by the response length when loss_scale_factor is null, TRL's
+// dr_grpo by max_completion_length).
+func (c *Config) aggNormDefault() error {
+	if c.Loss.Agg.Mode != algo.AggSeqMeanTokenSumNorm || c.Loss.Agg.Norm != 0 {
+		return nil
+	}
+	return c.Set("loss.agg_norm", strconv.Itoa(c.Rollout.Sampling.MaxNewTokens),
+		fmt.Sprintf("%s (loss.agg seq-mean-token-sum-norm divides by rollout.max_new_tokens, from %s, unless loss.agg_norm is given)",
+			c.Origin("loss.agg"), c.Origin("rollout.max_new_tokens")))
 }
 
 // useLayout records the first place a family's key was given.
@@ -45,6 +59,33 @@ func (c *Config) useLayout(family, where string) {
 	if _, ok := c.layouts[family]; !ok {
 		c.layouts[family] = where
 	}
+}
+
+// sawForeign records where a foreign key was given (the first time), for the families' rules
+// that look at what else a configuration says (Family.Derive).
+func (c *Config) sawForeign(key, where string) {
+	if c.foreignSeen == nil {
+		c.foreignSeen = map[string]string{}
+	}
+	if _, ok := c.foreignSeen[key]; !ok {
+		c.foreignSeen[key] = where
+	}
+}
+
+// sawUnder is where the first foreign key under prefix was given ("" when none was), the keys
+// taken in sorted order.
+func (c *Config) sawUnder(prefix string) string {
+	var keys []string
+	for k := range c.foreignSeen {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return c.foreignSeen[keys[0]]
 }
 
 // explicit reports whether key was set by a file, a variable or a flag (not a default or the

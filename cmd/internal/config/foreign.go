@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -58,26 +59,56 @@ type Implied struct {
 }
 
 // Families are the foreign layouts, in the order docs/config.md lists them.
-var Families = []*Family{&verlFamily, &trlFamily, &alignAnythingFamily, &mtgrpoFamily, &seedFamily}
+var Families = []*Family{&verlFamily, &trlFamily, &openrlhfFamily, &alignAnythingFamily, &mtgrpoFamily, &seedFamily}
 
-// foreignIndex maps each foreign key (prefix rows without their ".*") to its row and family.
+// foreignIndex maps each foreign key (prefix rows without their ".*") to its row and families. A
+// key may be in several families only with the same row (a key they spell and mean alike, such as
+// seed for TRL and OpenRLHF): a key with two meanings would take one of them silently.
 var foreignIndex = sync.OnceValue(func() map[string]foreignRow {
 	m := map[string]foreignRow{}
 	for _, f := range Families {
 		for _, k := range f.Keys {
 			key := strings.TrimSuffix(k.Key, ".*")
-			if _, dup := m[key]; dup {
-				panic("config: foreign key " + key + " is in two families")
+			if r, dup := m[key]; dup {
+				if !sameRow(r.ForeignKey, k) {
+					panic("config: foreign key " + key + " means different things in " + r.family.Name + " and " + f.Name)
+				}
+				r.shared = append(r.shared, f)
+				m[key] = r
+				continue
 			}
-			m[key] = foreignRow{k, f}
+			m[key] = foreignRow{ForeignKey: k, family: f, shared: []*Family{f}}
 		}
 	}
 	return m
 })
 
+// sameRow reports whether two families' rows for a key are the same row.
+func sameRow(a, b ForeignKey) bool {
+	fn := func(f func(*yaml.Node) (string, error)) uintptr {
+		if f == nil {
+			return 0
+		}
+		return reflect.ValueOf(f).Pointer()
+	}
+	return a.Key == b.Key && a.Native == b.Native && a.Note == b.Note && a.Ignore == b.Ignore && a.Refuse == b.Refuse &&
+		a.Derived == b.Derived && fn(a.Value) == fn(b.Value)
+}
+
 type foreignRow struct {
 	ForeignKey
+	// family is the first family with the row; shared lists every one.
 	family *Family
+	shared []*Family
+}
+
+// names is the row's families, "TRL" or "TRL and OpenRLHF".
+func (r foreignRow) names() string {
+	var out []string
+	for _, f := range r.shared {
+		out = append(out, f.Name)
+	}
+	return strings.Join(out, " and ")
 }
 
 // lookupForeign finds the row for path: its own (a prefix row stands for its whole section), or
@@ -137,6 +168,15 @@ type given map[string]givenValue
 // under another prefix (actor.optim.lr for actor_rollout_ref.actor.optim.lr), or a close spelling
 // of a foreign key beside it. "" when none is close.
 func foreignHint(path string) string {
+	h := nearHint(path)
+	if h == path || strings.HasPrefix(path, h+".") {
+		return "" // the key itself, or the section it is in: no hint
+	}
+	return h
+}
+
+// nearHint is foreignHint's candidate.
+func nearHint(path string) string {
 	if h := suffixHint(path); h != "" {
 		return h
 	}
@@ -148,7 +188,7 @@ func foreignHint(path string) string {
 	if parent == "" {
 		var tops []string
 		for k := range foreignIndex() {
-			if !strings.Contains(k, ".") {
+			if !strings.Contains(k, ".") && len(k) > 2 { // l2 is no hint for lr
 				tops = append(tops, k)
 			}
 		}
@@ -196,11 +236,11 @@ func describeForeign(key string) string {
 	}
 	switch {
 	case r.Native != "":
-		return fmt.Sprintf("%s's key for %s", r.family.Name, r.Native)
+		return fmt.Sprintf("%s's key for %s", r.names(), r.Native)
 	case r.Derived:
-		return fmt.Sprintf("%s's key, see docs/config.md", r.family.Name)
+		return fmt.Sprintf("%s's key, see docs/config.md", r.names())
 	}
-	return r.family.Name + "'s key"
+	return r.names() + "'s key"
 }
 
 // The families' derivations set keys through Set, which looks the tables up: they are attached
@@ -208,6 +248,7 @@ func describeForeign(key string) string {
 func init() {
 	verlFamily.Derive = deriveVerl
 	trlFamily.Derive = deriveTRL
+	openrlhfFamily.Derive = deriveOpenRLHF
 }
 
 // FlatFlagKey is the foreign key a flag without a section names: a top-level key (TRL's fields as

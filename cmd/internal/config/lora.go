@@ -98,7 +98,7 @@ func derivePEFT(c *Config, g given) error {
 			errs = append(errs, c.Set(k.native, v.node.Value, v.where+" ("+k.key+")"))
 		case on:
 			errs = append(errs, c.Set(k.native, k.def, use.where+" (use_peft, TRL's default "+k.key+")"))
-		case ok:
+		case ok && !openrlhfAdapters(g):
 			c.warn(fmt.Sprintf("%s: %s has no effect without use_peft=true (TRL's default is false: the whole model trains)", v.where, k.key))
 		}
 	}
@@ -130,4 +130,10 @@ func moduleList(n *yaml.Node) (string, error) {
 
 // ManyValued reports whether a flag of key takes several values, as HfArgumentParser's nargs="+"
 // does (`--lora_target_modules q_proj v_proj`): the command line joins them with spaces.
-func ManyValued(key string) bool { return key == "lora_target_modules" }
+func ManyValued(key string) bool {
+	switch key {
+	case "lora_target_modules", "target_modules", "eps_clip_low_high", "adam_betas", "dynamic_filtering_reward_range", "reward_clip_range":
+		return true
+	}
+	return false
+}

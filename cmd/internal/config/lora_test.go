@@ -73,7 +73,7 @@ func TestLoRASection(t *testing.T) {
 		{"trl field without use_peft", []Override{set("lora_dropout", "0.1")}, "--lora_dropout: lora_dropout has no effect without use_peft=true"},
 		{"trl use_peft false", []Override{set("use_peft", "false"), set("lora_r", "8")}, "lora_r has no effect without use_peft=true"},
 		{"export dtype", []Override{set("lora.rank", "8"), set("train.export_dtype", "bfloat16")}, "train.export_dtype has no effect"},
-		{"critic adapters without a critic", []Override{set("critic.model.lora_rank", "8")}, "critic_lora.rank has no effect: there is no critic"},
+		{"critic adapters without a critic", []Override{set("critic.model.lora_rank", "8"), set("algorithm.adv_estimator", "grpo")}, "critic_lora.rank has no effect: there is no critic"},
 		{"critic alpha without a rank", []Override{set("critic.model.lora_alpha", "8")}, "critic_lora.alpha has no effect: critic_lora.rank is 0"},
 	} {
 		cfg, err := resolve(c.over...)

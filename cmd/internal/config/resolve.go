@@ -160,7 +160,9 @@ func (c *Config) Set(key, value, where string) error {
 	d := &decoder{c: c, what: where}
 	k := &yaml.Node{Kind: yaml.ScalarNode, Value: key}
 	var err error
-	if r, ok := lookupForeign(key); ok {
+	if r, ok := lookupForeign(key); ok && opensSection(r, key, n) {
+		err = d.walk(n, key, !plainSection(key))
+	} else if ok {
 		err = d.foreign(r, key, k, n)
 	} else if top := strings.Split(key, ".")[0]; isForeignSection(top) && !plainSection(top) && !isSeedSection(key) {
 		if _, ferr := fieldAt(reflect.ValueOf(Defaults()).Elem(), key); ferr != nil {

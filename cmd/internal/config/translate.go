@@ -59,7 +59,7 @@ func (d *decoder) entry(path string, k, v *yaml.Node, foreignOnly bool) error {
 		}
 		return nil
 	}
-	if r, ok := lookupForeign(path); ok {
+	if r, ok := lookupForeign(path); ok && !opensSection(r, path, v) && !(v.Kind == yaml.MappingNode && plainSection(path)) {
 		return d.foreign(r, path, k, v)
 	}
 	external := path == "reward_computation" && isExternalReward(v)
@@ -70,6 +70,13 @@ func (d *decoder) entry(path string, k, v *yaml.Node, foreignOnly bool) error {
 		return d.fail(k, "", "%s", unknownForeign(path))
 	}
 	return d.set(path, k, v)
+}
+
+// opensSection reports whether a prefix row's section, given as a mapping, has rows of its own
+// under it (fsdp_config.* and fsdp_config.param_offload): its keys are then applied one by one,
+// each by its own row or the prefix row.
+func opensSection(r foreignRow, path string, v *yaml.Node) bool {
+	return r.prefixRow() && deref(v).Kind == yaml.MappingNode && isForeignSection(path)
 }
 
 // plainSection reports whether path is a native section that always exists (a struct of this
@@ -95,15 +102,19 @@ func plainSection(path string) bool {
 	return t.Kind() == reflect.Struct && sections[t.PkgPath()]
 }
 
-// unknownForeign is the error text for an unknown key in a foreign section.
+// unknownForeign is the error text for an unknown key in a foreign section: a hint, and the keys
+// of the nearest section above it that has some.
 func unknownForeign(path string) string {
-	parent := path[:max(strings.LastIndexByte(path, '.'), 0)]
 	msg := fmt.Sprintf("unknown key %s", path)
 	if h := foreignHint(path); h != "" {
 		msg += fmt.Sprintf(" (did you mean %s, %s?)", h, describeForeign(h))
 	}
-	if parent != "" {
-		msg += fmt.Sprintf(" (keys under %s: %s)", parent, strings.Join(foreignChildren(parent), ", "))
+	for parent := path; strings.Contains(parent, "."); {
+		parent = parent[:strings.LastIndexByte(parent, '.')]
+		if keys := foreignChildren(parent); len(keys) > 0 {
+			msg += fmt.Sprintf(" (keys under %s: %s)", parent, strings.Join(keys, ", "))
+			break
+		}
 	}
 	if strings.HasPrefix(path, "reward_computation.") {
 		msg += "; an external reward function needs type: command or type: http"
@@ -113,12 +124,15 @@ func unknownForeign(path string) string {
 
 // foreign applies a foreign key's value by its row.
 func (d *decoder) foreign(r foreignRow, path string, k, v *yaml.Node) error {
-	d.c.useLayout(r.family.Name, d.where(k))
+	if len(r.shared) == 1 { // a key several families share says nothing of the layout
+		d.c.useLayout(r.family.Name, d.where(k))
+	}
+	d.c.sawForeign(path, d.where(k))
 	switch {
 	case r.Refuse != "":
 		return d.fail(k, path, "not supported: %s", r.Refuse)
 	case r.Ignore != "":
-		d.c.warn(fmt.Sprintf("%s: %s (%s) has no effect here: %s", d.where(k), path, r.family.Name, r.Ignore))
+		d.c.warn(fmt.Sprintf("%s: %s (%s) has no effect here: %s", d.where(k), path, r.names(), r.Ignore))
 		return nil
 	}
 	n := v

@@ -1,10 +1,5 @@
 package config
 
-import (
-	"fmt"
-	"strconv"
-)
-
 // verlFamily is verl's ppo_trainer keys, as verl users write them in YAML and as Hydra overrides
 // (`data.train_files="['train.parquet']"`, `+key=value`); `--config-path DIR --config-name NAME`
 // reads DIR/NAME.yaml, whose Hydra `defaults:` list may name files beside it.
@@ -18,7 +13,7 @@ var verlFamily = Family{
 		"them and why they have no effect; keys whose value cannot be honoured are refused with the reason. " +
 		"Batch sizes count prompts, as in verl: `ppo_mini_batch_size` divides `data.train_batch_size` into " +
 		"`update.mini_batches`.",
-	Keys: []ForeignKey{
+	Keys: append([]ForeignKey{
 		{Key: "data.train_files", Native: "data.train", Note: "a path or a list (the files' rows in order)"},
 		{Key: "data.val_files", Native: "data.val", Note: "a path or a list (the files' rows in order)"},
 		{Key: "data.train_batch_size", Native: "rollout.tasks", Note: "prompts per step"},
@@ -33,11 +28,13 @@ var verlFamily = Family{
 		{Key: "data.filter_overlong_prompts", Ignore: "a prompt longer than rollout.max_context_tokens ends its episode instead"},
 		{Key: "data.truncation", Ignore: "a prompt longer than rollout.max_context_tokens ends its episode instead"},
 		{Key: "data.seed", Refuse: "one seed drives data, sampling and shuffles here: set seed"},
+		{Key: "data.apply_chat_template_kwargs.*", Derived: true, Note: "extra chat template variables (enable_thinking: false): rollout.chat_vars"},
 		{Key: "actor_rollout_ref.hybrid_engine", Ignore: "generation and training share the model in one process"},
 		{Key: "actor_rollout_ref.model.path", Native: "model"},
 		{Key: "actor_rollout_ref.model.enable_gradient_checkpointing", Native: "update.gradient_checkpointing"},
 		{Key: "actor_rollout_ref.model.use_remove_padding", Ignore: "sequences are packed without padding already"},
-		{Key: "actor_rollout_ref.model.trust_remote_code", Ignore: "no remote code runs: the architectures are built in"},
+		{Key: "actor_rollout_ref.model.trust_remote_code", Ignore: noRemoteCode},
+		{Key: "actor_rollout_ref.model.torch_dtype", Native: "dtype", Value: dtypeName, Note: "bfloat16, float16, float32 (bf16, fp16, fp32), auto"},
 		{Key: "actor_rollout_ref.model.lora_rank", Native: "lora.rank", Note: "0: no adapters, the whole model trains"},
 		{Key: "actor_rollout_ref.model.lora_alpha", Native: "lora.alpha"},
 		{Key: "actor_rollout_ref.model.target_modules", Native: "lora.target_modules", Note: "all-linear or a list of module names"},
@@ -48,6 +45,10 @@ var verlFamily = Family{
 		{Key: "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio", Native: "optim.warmup_ratio",
 			Note: "the warm-up as a fraction of the run, used when lr_warmup_steps is -1 (verl's default); rounded up here, down in verl"},
 		{Key: "actor_rollout_ref.actor.optim.warmup_style", Native: "optim.schedule", Note: "constant or cosine"},
+		{Key: "actor_rollout_ref.actor.optim.lr_scheduler_type", Native: "optim.schedule", Note: "constant or cosine (verl's newer name of warmup_style)"},
+		{Key: "actor_rollout_ref.actor.optim.lr_decay_style", Native: "optim.schedule", Note: "constant or cosine (Megatron's name)"},
+		{Key: "actor_rollout_ref.actor.optim.betas", Derived: true, Note: "[β1, β2]: optim.beta1, optim.beta2"},
+		{Key: "actor_rollout_ref.actor.optim.clip_grad", Native: "optim.max_grad_norm", Note: "verl's newer name of grad_clip"},
 		{Key: "actor_rollout_ref.actor.optim.min_lr_ratio", Native: "optim.min_lr_ratio", Value: unsetIf()},
 		{Key: "actor_rollout_ref.actor.optim.weight_decay", Native: "optim.weight_decay"},
 		{Key: "actor_rollout_ref.actor.optim.total_training_steps", Ignore: "verl fills it in from the trainer; here the schedule's length is train.steps"},
@@ -60,9 +61,15 @@ var verlFamily = Family{
 		{Key: "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", Ignore: "micro-batches are sized by update.micro_tokens"},
 		{Key: "actor_rollout_ref.actor.ppo_epochs", Native: "update.epochs"},
 		{Key: "actor_rollout_ref.actor.shuffle", Ignore: "mini-batches are taken in the rollout's order"},
-		{Key: "actor_rollout_ref.actor.clip_ratio", Native: "loss.clip_low, loss.clip_high"},
-		{Key: "actor_rollout_ref.actor.clip_ratio_low", Native: "loss.clip_low"},
-		{Key: "actor_rollout_ref.actor.clip_ratio_high", Native: "loss.clip_high"},
+		{Key: "actor_rollout_ref.actor.clip_ratio", Value: anyNumber, Derived: true,
+			Note: "ε of the clip: loss.clip_low and loss.clip_high, unless clip_ratio_low or clip_ratio_high is given (loss.gspo_clip_* with loss_mode gspo)"},
+		{Key: "actor_rollout_ref.actor.clip_ratio_low", Value: anyNumber, Derived: true,
+			Note: "loss.clip_low; with loss_mode gspo loss.gspo_clip_low; with cispo a value of 1 or more is no lower bound (loss.clip_low 1)"},
+		{Key: "actor_rollout_ref.actor.clip_ratio_high", Value: anyNumber, Derived: true, Note: "loss.clip_high; with loss_mode gspo loss.gspo_clip_high"},
+		{Key: "actor_rollout_ref.actor.policy_loss.loss_mode", Native: "loss.policy", Value: verlLossMode,
+			Note: "vanilla (PPO's clip), gspo, cispo; the other modes (sapo, gpg, clip_cov, kl_cov, geo_mean, ...) are refused by name"},
+		{Key: "actor_rollout_ref.actor.loss_scale_factor", Native: "loss.agg_norm", Value: unsetIf(),
+			Note: "seq-mean-token-sum-norm's constant (null: rollout.max_new_tokens, as verl's response length)"},
 		{Key: "actor_rollout_ref.actor.clip_ratio_c", Native: "loss.dual_clip", Note: "dual-clip bound c"},
 		{Key: "actor_rollout_ref.actor.loss_agg_mode", Native: "loss.agg", Note: "token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"},
 		{Key: "actor_rollout_ref.actor.entropy_coeff", Native: "loss.entropy_coef"},
@@ -122,6 +129,21 @@ var verlFamily = Family{
 		{Key: "algorithm.kl_ctrl.horizon", Ignore: "the adaptive KL controller's setting: the coefficient is fixed"},
 		{Key: "algorithm.kl_ctrl.target_kl", Ignore: "the adaptive KL controller's setting: the coefficient is fixed"},
 		{Key: "algorithm.use_pf_ppo", Value: only("preference-feedback PPO's reweighting is not supported", "false")},
+		{Key: "algorithm.filter_groups.enable", Native: "dapo.dynamic_sampling", Note: "DAPO's dynamic sampling: groups whose rewards are all equal are dropped and generation continues"},
+		{Key: "algorithm.filter_groups.metric", Value: filterMetric,
+			Note: "acc, score, seq_reward, seq_final_reward: the groups are compared by their trajectories' rewards (the rubric's reward is the accuracy and the score)"},
+		{Key: "algorithm.filter_groups.max_num_gen_batches", Native: "dapo.max_gen_batches", Value: genBatches, Note: "0 or less (verl: no limit) → the largest count"},
+		{Key: "algorithm.rollout_correction.rollout_is", Value: rolloutIS, Derived: true,
+			Note: "token → loss.is token_truncate, sequence → sequence_truncate (the IS weight capped at rollout_is_threshold)"},
+		{Key: "algorithm.rollout_correction.rollout_is_threshold", Value: anyNumber, Derived: true, Note: "loss.is_max"},
+		{Key: "algorithm.rollout_correction.rollout_rs", Value: rolloutRS, Derived: true,
+			Note: "token, token_k1 → loss.is token_mask; sequence, seq_sum_k1 → sequence_mask (the ratio's bounds from rollout_rs_threshold); the other modes are refused by name"},
+		{Key: "algorithm.rollout_correction.rollout_rs_threshold", Derived: true, Note: "the upper bound (loss.is_max), or \"lower_upper\"; a single bound's lower one is its reciprocal"},
+		{Key: "algorithm.rollout_correction.rollout_rs_threshold_lower", Value: anyNumber, Derived: true, Note: "loss.is_min"},
+		{Key: "algorithm.rollout_correction.rollout_token_veto_threshold", Value: only("no veto: loss.is masks by the ratio's bounds", "null")},
+		{Key: "algorithm.rollout_correction.rollout_is_batch_normalize", Value: only("the IS weights are used as capped, not normalised over the batch", "false")},
+		{Key: "algorithm.rollout_correction.bypass_mode", Value: only("the trainer computes the old log-probabilities itself (decoupled mode)", "false")},
+		{Key: "algorithm.rollout_correction.loss_type", Ignore: "bypass mode's loss: bypass_mode is false here"},
 		{Key: "critic.optim.lr", Native: "critic.lr"},
 		{Key: "critic.optim.lr_warmup_steps", Value: only("the critic's learning rate is constant (critic.warmup is verl's trainer.critic_warmup, a different thing)", "-1", "0")},
 		{Key: "critic.optim.lr_warmup_steps_ratio", Value: only("the critic's learning rate is constant", "0", "0.0")},
@@ -136,8 +158,19 @@ var verlFamily = Family{
 		{Key: "critic.ppo_micro_batch_size_per_gpu", Ignore: "micro-batches are sized by tokens (update.micro_tokens)"},
 		{Key: "critic.ppo_epochs", Ignore: "the critic updates with the policy's epochs (update.epochs)"},
 		{Key: "critic.strategy", Ignore: "no FSDP/Megatron: data parallelism is dist.* and --nproc"},
-		{Key: "reward_model.reward_manager", Value: only("rewards are the environment's rubric per trajectory, as verl's naive manager "+
-			"(DAPO's overlong penalty is dapo.overlong_len)", "naive")},
+		{Key: "reward_model.reward_manager", Value: only("rewards are the environment's rubric per trajectory, as verl's naive manager, "+
+			"with DAPO's overlong buffer (dapo) from reward_model.overlong_buffer", "naive", "dapo")},
+		{Key: "reward_model.overlong_buffer.enable", Value: truth, Derived: true,
+			Note: "true: DAPO's overlong penalty, dapo.overlong_len = len, dapo.overlong_factor = penalty_factor"},
+		{Key: "reward_model.overlong_buffer.len", Value: count, Derived: true, Note: "dapo.overlong_len when enable is true"},
+		{Key: "reward_model.overlong_buffer.penalty_factor", Value: anyNumber, Derived: true, Note: "dapo.overlong_factor when enable is true"},
+		{Key: "reward_model.overlong_buffer.log", Ignore: "the reward with its overlong penalty is the step's critic/rewards metric"},
+		{Key: "reward_model.reward_kwargs.overlong_buffer_cfg.enable", Value: truth, Derived: true, Note: "as reward_model.overlong_buffer.enable"},
+		{Key: "reward_model.reward_kwargs.overlong_buffer_cfg.len", Value: count, Derived: true, Note: "as reward_model.overlong_buffer.len"},
+		{Key: "reward_model.reward_kwargs.overlong_buffer_cfg.penalty_factor", Value: anyNumber, Derived: true, Note: "as reward_model.overlong_buffer.penalty_factor"},
+		{Key: "reward_model.reward_kwargs.overlong_buffer_cfg.log", Ignore: "the reward with its overlong penalty is the step's critic/rewards metric"},
+		{Key: "reward_model.reward_kwargs.max_resp_len", Value: count, Derived: true,
+			Note: "the limit the overlong buffer counts back from: must be rollout.max_new_tokens (data.max_response_length)"},
 		{Key: "reward_model.enable", Value: only("rewards come from the environment's rubric or reward_computation (docs/rewards.md)", "false")},
 		{Key: "custom_reward_function.path", Refuse: "an external reward function is a reward_computation section of type command or http (docs/rewards.md)"},
 		{Key: "custom_reward_function.name", Refuse: "an external reward function is a reward_computation section of type command or http (docs/rewards.md)"},
@@ -148,6 +181,7 @@ var verlFamily = Family{
 		{Key: "trainer.val_before_train", Native: "eval.before"},
 		{Key: "trainer.default_local_dir", Native: "run_dir"},
 		{Key: "trainer.max_actor_ckpt_to_keep", Native: "train.keep_checkpoints", Value: unsetIf()},
+		{Key: "trainer.max_ckpt_to_keep", Native: "train.keep_checkpoints", Value: unsetIf(), Note: "verl's older name of max_actor_ckpt_to_keep"},
 		{Key: "trainer.project_name", Ignore: "the run is named by run_dir"},
 		{Key: "trainer.experiment_name", Ignore: "the run is named by run_dir"},
 		{Key: "trainer.logger", Ignore: "metrics go to RUN/metrics.jsonl and RUN/report.html"},
@@ -160,46 +194,5 @@ var verlFamily = Family{
 		{Key: "trainer.critic_warmup", Native: "critic.warmup", Note: "steps in which only the critic trains"},
 		{Key: "ray_init.*", Ignore: "no Ray: processes are started by --nproc, torchrun or srun"},
 		{Key: "hydra.*", Ignore: "Hydra's own settings (search path, output directory)"},
-	},
-}
-
-// deriveVerl combines verl's keys that mean something together: the KL switches and their
-// coefficients, and the mini-batch size in prompts.
-func deriveVerl(c *Config, g given) error {
-	var errs []error
-	errs = append(errs, klSwitch(c, g, "actor_rollout_ref.actor.use_kl_loss", "actor_rollout_ref.actor.kl_loss_coef", "loss.kl_coef"))
-	errs = append(errs, klSwitch(c, g, "algorithm.use_kl_in_reward", "algorithm.kl_ctrl.kl_coef", "reward.kl_coef"))
-	if mb, ok := g["actor_rollout_ref.actor.ppo_mini_batch_size"]; ok {
-		n, _ := strconv.Atoi(mb.node.Value) // checked by positive
-		if c.Rollout.Tasks%n != 0 {
-			errs = append(errs, &Error{Where: mb.where, Key: "actor_rollout_ref.actor.ppo_mini_batch_size", Err: fmt.Errorf(
-				"%d prompts per mini-batch do not divide the %d prompts of a step (data.train_batch_size, rollout.tasks, %s)",
-				n, c.Rollout.Tasks, c.Origin("rollout.tasks"))})
-		} else {
-			errs = append(errs, c.Set("update.mini_batches", strconv.Itoa(c.Rollout.Tasks/n), mb.where+" (ppo_mini_batch_size)"))
-		}
-	}
-	return joinErrors(errs)
-}
-
-// klSwitch is verl's pair of a switch and a coefficient: the switch on sets native to the
-// coefficient (verl's default 0.001), off sets it to 0; a coefficient without the switch has no
-// effect in verl, and none here (a warning says so).
-func klSwitch(c *Config, g given, switchKey, coefKey, native string) error {
-	sw, hasSwitch := g[switchKey]
-	coef, hasCoef := g[coefKey]
-	switch {
-	case hasSwitch && sw.node.Value == "true" && hasCoef:
-		return c.Set(native, coef.node.Value, coef.where+" ("+coefKey+")")
-	case hasSwitch && sw.node.Value == "true":
-		return c.Set(native, "0.001", sw.where+" ("+switchKey+", verl's default coefficient)")
-	case hasSwitch:
-		if hasCoef && coef.node.Value != "0" {
-			c.warn(fmt.Sprintf("%s: %s has no effect: %s is false", coef.where, coefKey, switchKey))
-		}
-		return c.Set(native, "0", sw.where+" ("+switchKey+")")
-	case hasCoef:
-		c.warn(fmt.Sprintf("%s: %s has no effect without %s=true (verl's default is false)", coef.where, coefKey, switchKey))
-	}
-	return nil
+	}, verlMachinery...),
 }

@@ -199,12 +199,32 @@ func (d *decoder) pairs(m *yaml.Node, prefix string, fn func(key string, k, v *y
 func (d *decoder) set(key string, k, v *yaml.Node) error {
 	f, err := fieldAt(reflect.ValueOf(d.c).Elem(), key)
 	if err != nil {
-		if h := suffixHint(key); h != "" { // a foreign key given without its leading sections
+		missing := firstMissing(key)
+		switch h := foreignHint(key); {
+		case isForeignSection(missing): // critic.model.x: a foreign section inside a native one
+			return d.fail(k, "", "%s", unknownForeign(key))
+		case h != "" && h == suffixHint(key): // a foreign key given without its leading sections
 			return d.fail(k, "", "unknown key %s (did you mean %s, %s?)", key, h, describeForeign(h))
+		case missing != key: // name the whole key: a.b.x and a.b.y are two mistakes, not one
+			return d.fail(k, "", "%s: %v", key, err)
 		}
 		return d.fail(k, "", "%v", err)
 	}
 	return d.value(v, f, key)
+}
+
+// firstMissing is the shortest part of the dotted key that names no native key ("critic.model" of
+// critic.model.path).
+func firstMissing(key string) string {
+	root := reflect.ValueOf(Defaults()).Elem()
+	parts := strings.Split(key, ".")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], ".")
+		if _, err := fieldAt(root, p); err != nil {
+			return p
+		}
+	}
+	return key
 }
 
 // value decodes n into v (a settable field), recursing into structs so that every nested key is
