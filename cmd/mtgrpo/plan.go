@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,7 @@ func planCmd(args []string) error {
 	nproc := fs.Int("nproc", defaultNproc(), "training processes, one per device (the world size)")
 	memory := fs.String("device-memory", "", "one device's memory: 80GB, 80GiB, 81559MiB (default on CUDA: the smallest GPU's, from nvidia-smi)")
 	stages := fs.Bool("stages", false, "plan ZeRO stages 0 to 3 side by side")
+	asJSON := fs.Bool("json", false, "print the run's plan as one JSON object of bytes by category (for scripts)")
 	if err := rf.parse(planCommand, args); err != nil {
 		return err
 	}
@@ -67,6 +69,9 @@ func planCmd(args []string) error {
 	r, err := planRun(cfg, dir, *nproc, device)
 	if err != nil {
 		return usagef("plan: %v", err) // the configuration or the model's config.json: what was asked
+	}
+	if *asJSON {
+		return writePlanJSON(os.Stdout, r)
 	}
 	return writePlan(os.Stdout, r, *stages)
 }
@@ -212,6 +217,41 @@ func writePlan(w io.Writer, r memplan.Run, stages bool) error {
 	}
 	fmt.Fprintln(w)
 	return memplan.WriteTable(w, heads, plans)
+}
+
+// planJSON is `mtgrpo plan --json`: the run's plan in bytes, by memplan.Plan's categories, its
+// peaks and whether it fits (the device's memory unknown: fits is true, device 0).
+type planJSON struct {
+	Params        int64            `json:"params"`
+	Stage         int              `json:"zero_stage"`
+	World         int              `json:"world"`
+	MicroTokens   int              `json:"micro_tokens"`
+	Checkpointing bool             `json:"gradient_checkpointing"`
+	LoRA          bool             `json:"lora"`
+	Device        int64            `json:"device_bytes"`
+	Usable        int64            `json:"usable_bytes"`
+	Bytes         map[string]int64 `json:"bytes"`
+	Fits          bool             `json:"fits"`
+}
+
+func writePlanJSON(w io.Writer, r memplan.Run) error {
+	p, err := memplan.Predict(r, 0)
+	if err != nil {
+		return err
+	}
+	j := planJSON{Params: r.Model.Params, Stage: int(r.Stage), World: r.World, MicroTokens: r.MicroTokens,
+		Checkpointing: r.Checkpointing, LoRA: r.LoRA != nil, Device: r.Device, Usable: p.Usable(), Fits: p.Fits(),
+		Bytes: map[string]int64{"weights": p.Weights, "adapters": p.Adapters, "grads": p.Grads, "masters": p.Masters,
+			"moments": p.Moments, "comm": p.Comm, "reference": p.Reference, "critic": p.Critic, "kv_cache": p.KVCache,
+			"persistent": p.Persistent(), "activations": p.Activations, "logits": p.Logits * p.LogitsCopies,
+			"gathered": p.Gathered, "gathered_rollout": p.GatheredForRollout,
+			"peak_train": p.TrainPeak(), "peak_rollout": p.RolloutPeak(), "peak": p.Peak()}}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // checkMemory refuses a CUDA run that the memory model says cannot fit its devices, with the

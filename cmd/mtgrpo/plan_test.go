@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -163,5 +164,39 @@ func TestPlanBeyond(t *testing.T) {
 	err = checkPlan("train", cfg, "", 8, 0)
 	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "needs more than 8 EiB at its peak (KV cache;") {
 		t.Errorf("train's check, device memory unknown: %v", err)
+	}
+}
+
+// plan --json gives the same plan in bytes by category. Qwen2.5-7B (P = 7,615,616,512 weights) in
+// bfloat16 on one rank: weights and gradients P·2 = 15,231,233,024 bytes each, masters P·4 =
+// 30,462,466,048, moments 2·P·4 = 60,924,932,096; 28 layers × 4 KV heads × 128 × 2 bytes × K and V
+// = 57,344 bytes a token, × 8 slots × 1024 tokens = 469,762,048. Those alone are 122,319,626,240
+// bytes: more than the 72 GB usable of an 80 GB device, so it does not fit.
+func TestPlanJSON(t *testing.T) {
+	cfg := planConfig(t, "init.preset=qwen2.5-7b", "device=cuda", "rollout.slots=8", "rollout.max_len=1024",
+		"update.gradient_checkpointing=true", "update.micro_tokens=4096")
+	r, err := planRun(cfg, "", 1, 80e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writePlanJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var j planJSON
+	if err := json.Unmarshal([]byte(b.String()), &j); err != nil {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	want := map[string]int64{"weights": 15231233024, "grads": 15231233024, "masters": 30462466048,
+		"moments": 60924932096, "kv_cache": 469762048, "adapters": 0, "reference": 0, "persistent": 122319626240}
+	for k, v := range want {
+		if j.Bytes[k] != v {
+			t.Errorf("bytes[%s] = %d, want %d", k, j.Bytes[k], v)
+		}
+	}
+	p, _ := memplan.Predict(r, 0)
+	if j.Bytes["peak_train"] != p.TrainPeak() || j.Bytes["activations"] != p.ActivationsCkpt || j.Fits ||
+		j.Usable != 72e9 || j.MicroTokens != 4096 || !j.Checkpointing || j.Params != 7615616512 {
+		t.Errorf("plan %+v, want the peak %d, checkpointed activations %d, not fitting 72e9 usable", j, p.TrainPeak(), p.ActivationsCkpt)
 	}
 }

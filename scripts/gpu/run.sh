@@ -29,6 +29,12 @@
 #   5 update   one training update (forward, backward, AdamW; 8 x 256 tokens) of that model shape:
 #              mtgrpo against PyTorch with AdamW(fused=True) (foreach where it has no fused one)
 #              and with the plain AdamW, alternated step by step; the CUDA allocator's counters
+#   6 7b       (not in a plain run: scripts/gpu/run7b.sh, its own budget) a random Qwen2.5-7B-shaped
+#              model in bf16 written here (`mtgrpo init`); for full training and for LoRA, the first
+#              of GR_7B_CANDIDATES (gradient checkpointing, micro-batch tokens) that `mtgrpo plan`
+#              says fits the GPU, its plan, and two GRPO steps of `mtgrpo train` with it: time per
+#              phase, tokens/s, peak allocated and reserved CUDA memory against the plan's peak,
+#              sampler/trainer log-prob difference (a run that no candidate fits is recorded so)
 # Results: OUTDIR/results.jsonl (one JSON object per figure), OUTDIR/summary.md (the table),
 # OUTDIR/<part>.log and each part's raw files. The exit status is 0 when every part passed and
 # (for a run of every part) every figure a complete run gives is there.
@@ -159,19 +165,21 @@ part_tests() {
 
 # train_run NAME ARGS...: `mtgrpo train` for TRAIN_STEPS steps into $OUT/train-NAME, then its last
 # and first steps' figures.
+# TRAIN_MODEL (default OUTDIR/model) is the model, TRAIN_PART (default train) the part its figures
+# are recorded under.
 train_run() {
-  local name=$1
+  local name=$1 part=${TRAIN_PART:-train}
   shift
-  local run=$OUT/train-$name
+  local run=$OUT/$part-$name
   rm -rf "$run"
-  "$@" train --model "$OUT/model" --device "$GR_DEVICE" --dtype bfloat16 --run-dir "$run" --seed 1 \
+  "$@" train --model "${TRAIN_MODEL:-$OUT/model}" --device "$GR_DEVICE" --dtype bfloat16 --run-dir "$run" --seed 1 \
     --steps "$GR_TRAIN_STEPS" --batch-size "$GR_TRAIN_TASKS" --group "$GR_TRAIN_GROUP" \
     --set env.name=calc_mult --set env.digits=2 --set rollout.max_new_tokens="$GR_TRAIN_NEW" \
     --set rollout.max_turns=2 --set data.val_size=4 --set train.export=false --set train.report=false \
-    --set train.samples=0 "${TRAIN_EXTRA[@]}" >"$OUT/train-$name.txt" 2>&1 || { tail -20 "$OUT/train-$name.txt"; return 1; }
-  python_cmd - "$run/metrics.jsonl" "$name" >>"$OUT/results.jsonl" <<'PY'
+    --set train.samples=0 "${TRAIN_EXTRA[@]}" >"$run.txt" 2>&1 || { tail -20 "$run.txt"; return 1; }
+  python_cmd - "$run/metrics.jsonl" "$name" "$part" >>"$OUT/results.jsonl" <<'PY'
 import json, sys
-path, name = sys.argv[1:3]
+path, name, part = sys.argv[1:4]
 rows = [json.loads(l) for l in open(path) if l.strip()]  # {"step": N, metric: value, ...}
 rows = [r for r in rows if "timing_s/step" in r]
 if not rows:
@@ -180,9 +188,9 @@ keep = ("timing_s/", "perf/", "rollout_corr/", "actor/grad_norm", "actor/pg_loss
 for label, row in (("first", rows[0]), ("last", rows[-1])):
     for k, v in sorted(row.items()):
         if k.startswith(keep) and isinstance(v, (int, float)):
-            print(json.dumps({"part": "train", "key": f"{name}.{label}.{k}", "value": v, "unit": ""}))
+            print(json.dumps({"part": part, "key": f"{name}.{label}.{k}", "value": v, "unit": ""}))
 PY
-  echo "train $name: $(grep -c . "$run/metrics.jsonl") metrics lines"
+  echo "$part $name: $(grep -c . "$run/metrics.jsonl") metrics lines"
 }
 
 # ensure_model: the random model of parts 3 and 4 (Qwen2 of the preset's shape, bf16, the
@@ -237,6 +245,70 @@ part_update() {
     "$PY -P scripts/bench/train_step.py --model $d --device $GR_DEVICE --threads $GR_THREADS"
 }
 
+# plan_7b NAME SETTINGS...: `mtgrpo plan` of the part's model with the run's settings, as JSON into
+# OUTDIR/7b-NAME-plan.json (with --table: as its table into the log); exits 1 when the plan says
+# it does not fit.
+plan_7b() {
+  local name=$1
+  shift
+  local p=("$BIN/mtgrpo" plan --model "$OUT/model-7b" --device "$GR_DEVICE" --dtype bfloat16 "${PLAN_MEMORY[@]}")
+  if [ "$1" = --table ]; then
+    shift
+    echo "mtgrpo plan for $name: $*"
+    "${p[@]}" "$@"
+    return
+  fi
+  "${p[@]}" "$@" --json >"$OUT/7b-$name-plan.json" || return 2
+  python_cmd -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["fits"] else 1)' "$OUT/7b-$name-plan.json"
+}
+
+# run_7b NAME SETTINGS...: the first of GR_7B_CANDIDATES (checkpointing on/off:micro-batch tokens)
+# whose plan fits, with SETTINGS, recorded and run; a run none fits is
+# recorded as such ("NAME.run" is "ran" or "does not fit"). GR_7B_STEPS steps. Two mini-batches a step, as verl's
+# ppo_mini_batch_size below the batch: the policy moves within the step, so the old log-probs are
+# computed (timing_s/old_log_prob) and AdamW runs twice.
+run_7b() {
+  local name=$1 c ck last=()
+  shift
+  for c in $GR_7B_CANDIDATES; do
+    ck=false
+    [ "${c%%:*}" != on ] || ck=true
+    TRAIN_EXTRA=(--set rollout.max_len="$GR_7B_MAXLEN" --set update.mini_batches=2 --set train.checkpoint=false --set update.gradient_checkpointing=$ck --set update.micro_tokens="${c#*:}" "$@")
+    last=("${TRAIN_EXTRA[@]}")
+    plan_7b "$name" "${TRAIN_EXTRA[@]}"
+    case $? in 0) break ;; 1) echo "$name: the plan says $c does not fit" ;; *) return 1 ;; esac
+    TRAIN_EXTRA=()
+  done
+  # The table of the plan chosen (or of the last refused).
+  plan_7b "$name" --table "${TRAIN_EXTRA[@]:-${last[@]}}" || return 1
+  python_cmd scripts/gpu/summary.py plan "$OUT" "$name" >>"$OUT/results.jsonl" || return 1
+  if [ ${#TRAIN_EXTRA[@]} = 0 ]; then
+    emit 7b "$name.run" "does not fit"
+    return 0
+  fi
+  emit 7b "$name.run" ran
+  GR_TRAIN_STEPS=$GR_7B_STEPS TRAIN_PART=7b TRAIN_MODEL=$OUT/model-7b train_run "$name" "$BIN/mtgrpo" || return 1
+  # No checkpoint (a full 7B run's would be 106 GB: weights, float32 masters, AdamW moments).
+  ! compgen -G "$OUT/7b-$name/checkpoints/step-*" || { echo "$name: train.checkpoint=false wrote a checkpoint"; return 1; }
+}
+
+part_7b() {
+  local st=0 r
+  # shellcheck disable=SC2086 # GR_7B_INIT: init's width flags (the dry run's small ones)
+  [ -f "$OUT/model-7b/config.json" ] || "$BIN/mtgrpo" init --arch qwen2 --preset qwen2.5-7b --dtype bfloat16 --seed 1 \
+    $GR_7B_INIT --out "$OUT/model-7b" || return 1
+  PLAN_MEMORY=()
+  [ -z "${GR_7B_MEMORY:-}" ] || PLAN_MEMORY=(--device-memory "$GR_7B_MEMORY")
+  for r in $GR_7B_RUNS; do
+    case $r in
+      full) run_7b full || st=1 ;;
+      lora) run_7b lora --set lora.rank="$GR_7B_LORA_RANK" || st=1 ;;
+      *) echo "GR_7B_RUNS: unknown run $r (full, lora)"; st=1 ;;
+    esac
+  done
+  return $st
+}
+
 if [ "${1:-}" = --part ]; then
   # Internal: scripts/gpu/run.sh --part NAME, with the settings exported by the main script.
   "part_$2"
@@ -246,7 +318,7 @@ fi
 # --- the main script ---------------------------------------------------------------------------
 GR_DRY=0
 BUDGET=480
-ONLY=shim,tests,train,decode,update
+ONLY=
 OUT=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -259,6 +331,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$OUT" ] || die "usage: scripts/gpu/run.sh [--dry-run] [--budget SECONDS] OUTDIR | --pack"
+# Every part by default; the dry run adds 7b, which on a GPU has a budget of its own (run7b.sh).
+ALL=shim,tests,train,decode,update
+[ "$GR_DRY" = 0 ] || ALL+=,7b
+ONLY=${ONLY:-$ALL}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || die "cannot create $OUT"
 : >"$OUT/results.jsonl"
 start=$(date +%s)
@@ -283,11 +359,24 @@ fi
 if [ "$GR_DRY" = 1 ]; then
   GR_DEVICE=cpu GR_PRESET=tiny GR_BATCHES=1,2 GR_PROMPT=16 GR_NEW=8 GR_TRAIN_TASKS=2 GR_TRAIN_GROUP=2 GR_TRAIN_NEW=16 GR_TRAIN_STEPS=2
   GR_UPD_BATCH=2 GR_UPD_SEQ=32 GR_UPD_STEPS=2 GR_THREADS=1
+  # Part 7b at Qwen2.5-7B's vocabulary and tokenizer but tiny widths.
+  GR_7B_INIT=${GR_7B_INIT-"--hidden-size 64 --intermediate-size 128 --layers 2 --heads 4 --kv-heads 2"}
+  # 1 GiB (0.9 usable) is less than the plan of off:512 (its logits alone), so the choice is exercised.
+  GR_7B_CANDIDATES=${GR_7B_CANDIDATES:-off:512 on:256 on:64} GR_7B_MEMORY=${GR_7B_MEMORY:-1GiB} GR_7B_STEPS=${GR_7B_STEPS:-1}
   export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MTGRPO_THREADS=1
 else
   GR_DEVICE=cuda GR_PRESET=qwen2.5-0.5b GR_BATCHES=1,16,64 GR_PROMPT=128 GR_NEW=64 GR_TRAIN_TASKS=8 GR_TRAIN_GROUP=8 GR_TRAIN_NEW=128
   GR_TRAIN_STEPS=2 GR_UPD_BATCH=8 GR_UPD_SEQ=256 GR_UPD_STEPS=5 GR_THREADS=4
+  GR_7B_INIT=${GR_7B_INIT-} GR_7B_STEPS=${GR_7B_STEPS:-2} GR_7B_CANDIDATES=${GR_7B_CANDIDATES:-off:16384 on:16384 on:8192 on:4096 on:2048}
 fi
+# Part 7b: GR_7B_RUNS (full, lora), GR_7B_CANDIDATES (on|off:micro_tokens, tried in order),
+# GR_7B_INIT (init's width flags: the dry run's are small), GR_7B_STEPS (GRPO steps of each run),
+# GR_7B_MEMORY (the device memory the plan assumes; default nvidia-smi's), GR_7B_MAXLEN
+# (rollout.max_len: a prompt and two turns of GR_TRAIN_NEW tokens), GR_7B_LORA_RANK.
+GR_7B_RUNS=${GR_7B_RUNS:-full lora}
+GR_7B_MAXLEN=${GR_7B_MAXLEN:-1024}
+GR_7B_LORA_RANK=${GR_7B_LORA_RANK:-16}
+export GR_7B_RUNS GR_7B_STEPS GR_7B_CANDIDATES GR_7B_INIT GR_7B_MAXLEN GR_7B_LORA_RANK GR_7B_MEMORY
 # A rerun of some of the work: GR_TEST_PKGS (the test packages), GR_TRAIN_RUNS (single, dp, zero1),
 # GR_LIMIT_<part> (a part's limit in seconds).
 GR_TEST_PKGS=${GR_TEST_PKGS:-torch model rollout grpo}
@@ -329,10 +418,10 @@ run_part() {
   emit "$name" status "$verdict"
   emit "$name" seconds "$(($(date +%s) - t0))" s
   [ "$verdict" = ok ] || { status=1; tail -15 "$OUT/$name.log" | sed "s/^/  $name: /"; }
-  # The figures of decode and update are summarised from the raw files whatever the part's fate,
+  # The figures of decode, update and 7b are summarised from the raw files whatever the part's fate,
   # so that a part stopped at its limit still gives what it measured.
   case $name in
-    decode | update) python_cmd scripts/gpu/summary.py "$name" "$OUT" >>"$OUT/results.jsonl" 2>>"$OUT/$name.log" || status=1 ;;
+    decode | update | 7b) python_cmd scripts/gpu/summary.py "$name" "$OUT" >>"$OUT/results.jsonl" 2>>"$OUT/$name.log" || status=1 ;;
   esac
   echo "gpu/run: $name $verdict in $(($(date +%s) - t0)) s"
 }
@@ -344,7 +433,8 @@ run_part tests 210
 run_part train 150
 run_part decode 90
 run_part update 40
+run_part 7b 450
 python_cmd scripts/gpu/summary.py table "$OUT" >/dev/null
-[ "$ONLY" != shim,tests,train,decode,update ] || python_cmd scripts/gpu/summary.py check "$OUT" || status=1
+python_cmd scripts/gpu/summary.py check "$OUT" "$ONLY" || status=1
 echo "gpu/run: $(($(date +%s) - start)) s; results in $OUT (summary.md, results.jsonl)"
 exit $status

@@ -5,8 +5,13 @@
                           side and batch, and the fraction of the memory-bandwidth bound reached
   summary.py update OUT   update-raw.jsonl (interleave.py's replies) -> result lines: median step
                           time and phases of each side, tokens/s, peak CUDA memory, the ratio
+  summary.py plan OUT RUN 7b-RUN-plan.json (mtgrpo plan --json) -> result lines: the plan of part
+                          7b's RUN by category, in GiB
+  summary.py 7b OUT       results.jsonl -> OUT/7b.md (part 7b's tables) and result lines: each
+                          run's measured peaks over the plan's
   summary.py table OUT    results.jsonl -> OUT/summary.md (printed too)
-  summary.py check OUT    exits 1, naming them, when figures every complete run gives are missing
+  summary.py check OUT [PARTS]  exits 1, naming them, when figures every complete run of PARTS
+                          (comma-separated; default all but 7b) gives are missing
 
 The bandwidth bound of greedy decoding: the first token comes from the prefill; each of the other
 new - 1 steps must read every weight once and the KV cache of every sequence so far, so step s
@@ -118,6 +123,78 @@ def update(out):
             line("update", f"mtgrpo_over_{ref}.step_time", round(a / b, 3), "x")
 
 
+GIB = 2**30
+# The plan's categories (mtgrpo plan --json's "bytes") in the order of its table, and their labels.
+PLAN_ROWS = [("weights", "weights"), ("adapters", "LoRA adapters (fp32)"), ("grads", "gradients"),
+             ("masters", "master weights (fp32)"), ("moments", "AdamW moments (fp32)"),
+             ("comm", "gradient buckets"), ("reference", "reference model"), ("kv_cache", "KV cache"),
+             ("persistent", "= persistent"), ("activations", "activations (as configured)"),
+             ("logits", "logits (fp32, all copies)"), ("peak_rollout", "= peak, rollout"),
+             ("peak_train", "= peak, training"), ("peak", "= peak")]
+
+
+def plan(out, run):
+    with open(os.path.join(out, f"7b-{run}-plan.json")) as f:
+        p = json.load(f)
+    for k, _ in PLAN_ROWS:
+        line("7b", f"{run}.plan.{k}_gib", round(p["bytes"][k] / GIB, 3), "GiB")
+    line("7b", f"{run}.plan.device_gib", round(p["device_bytes"] / GIB, 3), "GiB")
+    line("7b", f"{run}.plan.gradient_checkpointing", p["gradient_checkpointing"])
+    line("7b", f"{run}.plan.micro_tokens", p["micro_tokens"], "tokens")
+    line("7b", f"{run}.plan.fits", p["fits"])
+
+
+def results(out):
+    got = {}
+    with open(os.path.join(out, "results.jsonl")) as f:
+        for raw in f:
+            if raw.strip():
+                r = json.loads(raw)
+                got[r["part"], r["key"]] = r["value"]
+    return got
+
+
+def fmt(v, spec):
+    return "" if v is None else format(v, spec)
+
+
+def part7b(out):
+    """Part 7b's two tables in docs/bench/gpu.md's layout, and each run's measured peak over the
+    plan's (the CUDA allocator's peak over the step, rollout and update, against the plan's
+    larger phase)."""
+    got = results(out)
+    runs = [r for r in ("full", "lora") if ("7b", f"{r}.run") in got]
+    g = lambda run, k: got.get(("7b", f"{run}.{k}"))
+    t1 = ["| run | settings | step s | gen s | old log-prob s | update_actor s | tokens/s | peak allocated GiB "
+          "| peak reserved GiB | plan peak GiB | allocated / plan | reserved / plan | logprob diff mean / max |",
+          "|" + "---|" * 13]
+    for run in runs:
+        plan_peak = g(run, "plan.peak_gib")
+        ck = "on" if g(run, "plan.gradient_checkpointing") else "off"
+        settings = f"checkpointing {ck}, micro {g(run, 'plan.micro_tokens')} tokens"
+        if g(run, "run") != "ran":
+            t1.append(f"| {run} | {settings} | {g(run, 'run')}: plan {fmt(plan_peak, '.1f')} GiB "
+                      f"of {fmt(g(run, 'plan.device_gib'), '.1f')} GiB |" + " |" * 10)
+            continue
+        last = lambda k: g(run, f"last.{k}")
+        alloc, res = last("perf/max_memory_allocated_gb"), last("perf/max_memory_reserved_gb")
+        for name, v in (("allocated", alloc), ("reserved", res)):
+            if v is not None and plan_peak:
+                line("7b", f"{run}.peak_{name}_over_plan", round(v / plan_peak, 3), "x")
+        ratio = lambda v: fmt(v / plan_peak if v is not None and plan_peak else None, ".2f")
+        diff = f"{fmt(last('rollout_corr/logprob_abs_diff_mean'), '.4f')} / {fmt(last('rollout_corr/logprob_abs_diff_max'), '.3f')}"
+        t1.append(f"| {run} | {settings} | {fmt(last('timing_s/step'), '.2f')} | {fmt(last('timing_s/gen'), '.2f')} "
+                  f"| {fmt(last('timing_s/old_log_prob'), '.2f')} | {fmt(last('timing_s/update_actor'), '.2f')} "
+                  f"| {fmt(last('perf/throughput'), ',.0f')} | {fmt(alloc, '.1f')} | {fmt(res, '.1f')} "
+                  f"| {fmt(plan_peak, '.1f')} | {ratio(alloc)} | {ratio(res)} | {diff} |")
+    t2 = ["| plan, GiB | " + " | ".join(runs) + " |", "|---|" + "---:|" * len(runs)]
+    for k, label in PLAN_ROWS:
+        t2.append(f"| {label} | " + " | ".join(fmt(g(r, f"plan.{k}_gib"), ".2f") for r in runs) + " |")
+    text = "\n".join(t1) + "\n\n" + "\n".join(t2) + "\n"
+    with open(os.path.join(out, "7b.md"), "w") as f:
+        f.write(text)
+
+
 # The figures a complete run gives (scripts/gpu/run.sh --dry-run must give them all).
 EXPECTED = [("shim", "status", "ok"), ("tests", "status", "ok"), ("train", "status", "ok"),
             ("decode", "status", "ok"), ("update", "status", "ok")] + [
@@ -125,18 +202,22 @@ EXPECTED = [("shim", "status", "ok"), ("tests", "status", "ok"), ("train", "stat
     for k in ("timing_s/step", "timing_s/gen", "timing_s/update_actor", "rollout_corr/logprob_abs_diff_mean")] + [
     ("decode", f"{side}.batch1.tokens_per_s", None) for side in ("mtgrpo", "pytorch")] + [
     ("update", f"{side}.step_s", None) for side in ("mtgrpo", "pytorch")] + [
-    ("update", "mtgrpo_over_pytorch.step_time", None)]
+    ("update", "mtgrpo_over_pytorch.step_time", None), ("7b", "status", "ok")] + [
+    ("7b", f"{run}.{k}", None) for run in ("full", "lora") for k in ("run", "plan.peak_gib", "plan.fits")]
+# Part 7b's figures of a run that ran (a run that no candidate fits has only its plan).
+EXPECTED_7B_RAN = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/update_actor", "perf/throughput",
+                   "rollout_corr/logprob_abs_diff_mean"]
 
 
-def check(out):
-    got = {}
-    with open(os.path.join(out, "results.jsonl")) as f:
-        for raw in f:
-            if raw.strip():
-                r = json.loads(raw)
-                got[r["part"], r["key"]] = r["value"]
+def check(out, parts="shim,tests,train,decode,update"):
+    got = results(out)
+    parts = parts.split(",")
+    want = [e for e in EXPECTED if e[0] in parts]
+    if "7b" in parts:
+        want += [("7b", f"{run}.last.{k}", None) for run in ("full", "lora")
+                 if got.get(("7b", f"{run}.run")) == "ran" for k in EXPECTED_7B_RAN]
     bad = [f"{p} {k}" + (f" = {got.get((p, k))!r}, want {v!r}" if (p, k) in got else " missing")
-           for p, k, v in EXPECTED if (p, k) not in got or (v is not None and got[p, k] != v)]
+           for p, k, v in want if (p, k) not in got or (v is not None and got[p, k] != v)]
     if bad:
         raise SystemExit("gpu/run: incomplete results:\n  " + "\n  ".join(bad))
 
@@ -160,7 +241,7 @@ def table(out):
 
 
 if __name__ == "__main__":
-    cmds = {"decode": decode, "update": update, "table": table, "check": check}
-    if len(sys.argv) != 3 or sys.argv[1] not in cmds:
-        raise SystemExit("usage: summary.py decode|update|table|check OUT")
-    cmds[sys.argv[1]](sys.argv[2])
+    cmds = {"decode": decode, "update": update, "table": table, "check": check, "plan": plan, "7b": part7b}
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in cmds:
+        raise SystemExit("usage: summary.py decode|update|table|7b OUT | check OUT [PARTS] | plan OUT RUN")
+    cmds[sys.argv[1]](*sys.argv[2:])

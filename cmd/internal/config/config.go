@@ -146,6 +146,9 @@ type TrainConfig struct {
 	// keeps the newest K (0: all).
 	CheckpointEvery int `yaml:"checkpoint_every"`
 	KeepCheckpoints int `yaml:"keep_checkpoints"`
+	// Checkpoint false writes no checkpoint at all, not even at the end or on a signal (the run
+	// cannot be resumed): for measurements whose full state would not fit the disk.
+	Checkpoint bool `yaml:"checkpoint"`
 	// Samples is how many trajectories per step are written to RUN/samples.
 	Samples int `yaml:"samples"`
 	// Export writes the trained model to RUN/model at the end, in ExportDType ("": as trained).
@@ -183,7 +186,7 @@ func Defaults() *Config {
 		LoRA:       model.DefaultLoRA(),
 		CriticLoRA: model.DefaultLoRA(),
 		SFT:        grpo.DefaultSFTConfig(),
-		Train:      TrainConfig{Epochs: 1, KeepCheckpoints: 2, Samples: 4, Export: true, Report: true},
+		Train:      TrainConfig{Epochs: 1, KeepCheckpoints: 2, Checkpoint: true, Samples: 4, Export: true, Report: true},
 		Eval:       EvalConfig{EvalConfig: grpo.DefaultEvalConfig(), Before: true},
 	}
 }

@@ -134,6 +134,13 @@ func (c *Config) warnEffects() {
 			noEffect("advantage.std_over", "advantage.norm_std is false: nothing is divided by a std")
 		}
 	}
+	if !c.Train.Checkpoint {
+		for _, k := range []string{"train.checkpoint_every", "train.keep_checkpoints"} {
+			if c.explicit(k) {
+				noEffect(k, "train.checkpoint is false: no checkpoint is written")
+			}
+		}
+	}
 	if o := c.Optim; o.WarmupRatio > 0 && o.Warmup > 0 && c.explicit("optim.warmup_ratio") {
 		noEffect("optim.warmup_ratio", fmt.Sprintf("optim.warmup gives the warm-up in steps (%d, from %s)", o.Warmup, c.Origin("optim.warmup")))
 	}

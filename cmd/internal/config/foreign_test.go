@@ -320,6 +320,8 @@ func TestNoSilentNoOps(t *testing.T) {
 		{"advantage:\n  std_over: batch\n  estimator: rloo\n", "", "c.yaml:3: advantage.std_over has no effect: it is where grpo's and grpo_multiturn's std comes from, not rloo's"},
 		{"advantage:\n  std_over: batch\n  norm_std: false\n", "", "advantage.std_over has no effect: advantage.norm_std is false"},
 		{"optim:\n  warmup_ratio: 0.1\n", "", ""},
+		{"train:\n  checkpoint: false\n  checkpoint_every: 5\n", "", "c.yaml:4: train.checkpoint_every has no effect: train.checkpoint is false: no checkpoint is written"},
+		{"train:\n  checkpoint: true\n  checkpoint_every: 5\n", "", ""},
 		{"optim:\n  warmup_ratio: 0.1\n  warmup: 5\n", "", "c.yaml:3: optim.warmup_ratio has no effect: optim.warmup gives the warm-up in steps (5, from"},
 		{"env:\n  direct_demos: 0.3\nsft:\n  steps: 10\n", "", ""},
 		{"env:\n  name: wiki_qa\n  countries: 1000\n", "", ""},

@@ -230,7 +230,7 @@ func (j *job) record(m grpo.Metrics, trajs []*rollout.Trajectory) error {
 }
 
 // afterStep saves a checkpoint when one is due (every checkpoint_every steps, and the last) and
-// stops when a signal asked to, after saving one.
+// stops when a signal asked to, after saving one (none with train.checkpoint false).
 func (j *job) afterStep(tr *grpo.Trainer, last bool) error {
 	every := j.cfg.Train.CheckpointEvery
 	due := last || (every > 0 && j.st.Step%every == 0)
@@ -238,7 +238,7 @@ func (j *job) afterStep(tr *grpo.Trainer, last bool) error {
 	if err != nil {
 		return err
 	}
-	if due || stop != nil {
+	if (due || stop != nil) && j.cfg.Train.Checkpoint {
 		if err := j.save(tr); err != nil {
 			return err
 		}
