@@ -284,6 +284,8 @@ run_7b() {
   python_cmd scripts/gpu/summary.py plan "$OUT" "$name" >>"$OUT/results.jsonl" || return 1
   if [ ${#TRAIN_EXTRA[@]} = 0 ]; then
     emit 7b "$name.run" "does not fit"
+    # The dry run's device is sized for its last candidate to fit: it must train.
+    [ "$GR_DRY" = 0 ] || { echo "$name: no candidate fits GR_7B_MEMORY=$GR_7B_MEMORY in the dry run"; return 1; }
     return 0
   fi
   emit 7b "$name.run" ran
