@@ -162,17 +162,56 @@ func TestLoRARunResumeExport(t *testing.T) {
 	}
 }
 
+// criticLoRAArgs is PPO whose critic (the model in critic) trains its own adapters from verl's
+// critic.model.lora_rank, with dropout (so that a resume must draw the critic's masks as the run
+// would have), 2 steps with a checkpoint after each, all kept; the policy trains whole. On
+// FrozenLake the tiny random model's invalid moves are penalised turn by turn, so the returns
+// differ and the critic's adapters have gradients (on calc_mult every return is 0, and so is every
+// critic gradient, whatever the masks).
+func criticLoRAArgs(base, critic, dir string) []string {
+	args := append([]string{"train", "--resume"}, tinyRun(base, dir)...)
+	return append(args, "--steps", "2", "--set", "eval.before=false", "--set", "train.export=false", "--set", "train.report=false",
+		"--set", "train.checkpoint_every=1", "--set", "train.keep_checkpoints=0", "--set", "critic_model="+critic, "--set", "env.name=frozenlake", "--set", "rollout.max_turns=2",
+		"--set", "critic_lora.dropout=0.1", "algorithm.adv_estimator=gae", "critic.model.lora_rank=4", "critic.model.target_modules=[q_proj, v_proj]")
+}
+
 // With verl's critic.model.lora_rank the critic trains its own adapters and its value head, and
 // its base stays out of the trainer's state: a PPO step's checkpoint holds the critic's lora_A,
 // lora_B and value head, and none of its base weights; the policy, without lora_rank, trains whole.
+// A run resumed from its first checkpoint ends with the uninterrupted run's trainer state (the
+// critic's adapters and optimizer state) bit for bit, its dropout masks included; resuming onto
+// other critic base weights is refused before any work (exit 2).
 func TestCriticLoRA(t *testing.T) {
+	base := tinyModel(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	args := append([]string{"train"}, tinyRun(tinyModel(t), dir)...)
-	args = append(args, "--steps", "1", "--set", "eval.before=false", "--set", "train.export=false", "--set", "train.report=false",
-		"algorithm.adv_estimator=gae", "critic.model.lora_rank=4", "critic.model.target_modules=[q_proj, v_proj]")
-	if err := run(args); err != nil {
+	if err := run(criticLoRAArgs(base, base, dir)); err != nil {
 		t.Fatal(err)
 	}
+	resumed := filepath.Join(t.TempDir(), "resumed")
+	if err := os.CopyFS(resumed, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	last := filepath.Join(rundir.CheckpointsDir, "step-00000002")
+	os.RemoveAll(filepath.Join(resumed, last))
+	if err := run(criticLoRAArgs(base, base, resumed)); err != nil || !strings.Contains(logOf(resumed), "resuming") {
+		t.Fatalf("resumed run: %v", err)
+	}
+	for _, f := range []string{"trainer.safetensors", "state.json"} {
+		a, errA := os.ReadFile(filepath.Join(dir, last, f))
+		b, errB := os.ReadFile(filepath.Join(resumed, last, f))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the resumed run's differs from the uninterrupted run's (%v, %v)", f, errA, errB)
+		}
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := run([]string{"init", "--preset", "tiny", "--seed", "2", "--out", other}); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(resumed, last))
+	if code, out := runChild(t, 3*time.Minute, criticLoRAArgs(base, other, resumed)...); code != 2 || !strings.Contains(out, "critic was trained on other base weights") {
+		t.Errorf("resume onto another critic base: exit %d\n%s", code, out)
+	}
+
 	ck := filepath.Join(dir, rundir.CheckpointsDir, "step-00000001")
 	f, err := safetensors.Open(filepath.Join(ck, "trainer.safetensors"))
 	if err != nil {

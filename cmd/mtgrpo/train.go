@@ -101,7 +101,7 @@ func train(args []string) error {
 	if err := checkMemory("train", cfg, m.policy, max(1, l.Dist.WorldSize)); err != nil {
 		return err
 	}
-	if err := job.CheckResume(ck, cfg, m.policy); err != nil {
+	if err := job.CheckResume(ck, cfg, m.policy, m.critic); err != nil {
 		return usagef("train: --resume: %v", err)
 	}
 	return runTraining(job.Options{Config: cfg, Checkpoint: ck, Resume: *resume != "", ModelDir: m.policy, CriticDir: m.critic}, *threadSpec)

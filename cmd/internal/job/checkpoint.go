@@ -55,6 +55,12 @@ type state struct {
 	// LoRAPasses is the policy's count of training passes (model.LoRAPasses): a resumed run draws
 	// the dropout masks it would have drawn.
 	LoRAPasses uint64 `json:"lora_passes,omitempty"`
+	// CriticLoRAPasses is the critic's count of training passes, as LoRAPasses (critic_lora).
+	CriticLoRAPasses uint64 `json:"critic_lora_passes,omitempty"`
+	// CriticBase is the fingerprint of the critic's base weights (model.Fingerprint) when the
+	// critic trains adapters (critic_lora; the adapters are in the trainer's State): they
+	// continue only on those weights.
+	CriticBase string `json:"critic_base,omitempty"`
 }
 
 func readState(dir string) (state, error) {
@@ -89,7 +95,10 @@ func (j *job) save(tr *grpo.Trainer) error {
 		}
 		return nil
 	}
-	st.LoRAPasses = j.policy.Model.LoRAPasses()
+	st.LoRAPasses, st.CriticBase = j.policy.Model.LoRAPasses(), j.criticBase
+	if j.cmodel != nil {
+		st.CriticLoRAPasses = j.cmodel.LoRAPasses()
+	}
 	ck, err := j.run.Checkpoints.Save(st.Step, func(dir string) error {
 		if err := savePolicy(j.policy.Model, dir, j.base); err != nil {
 			return err
@@ -188,10 +197,10 @@ func checkpointPolicy(ck, baseDir string, c *config.Config) (dir, adapter string
 }
 
 // CheckResume checks, before any work, that a checkpoint can continue the run configured by c
-// on the base model in modelDir ("": the configured or the run's random one): the checkpoint is
-// of the run's kind (LoRA or not), and a LoRA checkpoint's adapters were trained on these base
-// weights (their fingerprint).
-func CheckResume(ck string, c *config.Config, modelDir string) error {
+// on the base model in modelDir and the critic's in criticDir ("": the configured or the run's
+// random one; the critic's: the policy's): the checkpoint is of the run's kind (LoRA or not), and
+// adapters, the policy's and the critic's, were trained on these base weights (their fingerprint).
+func CheckResume(ck string, c *config.Config, modelDir, criticDir string) error {
 	if ck == "" {
 		return nil
 	}
@@ -201,6 +210,20 @@ func CheckResume(ck string, c *config.Config, modelDir string) error {
 	if modelDir == "" {
 		modelDir = filepath.Join(c.RunDir, BaseModelDir)
 	}
+	if err := checkPolicyBase(ck, c, modelDir); err != nil {
+		return err
+	}
+	if criticDir == "" {
+		criticDir = c.CriticModel
+	}
+	if criticDir == "" {
+		criticDir = modelDir
+	}
+	return checkCriticBase(ck, c, criticDir)
+}
+
+// checkPolicyBase is CheckResume's check of the policy.
+func checkPolicyBase(ck string, c *config.Config, modelDir string) error {
 	_, adapter, err := checkpointPolicy(ck, modelDir, c)
 	if err != nil || adapter == "" {
 		return err
@@ -216,6 +239,33 @@ func CheckResume(ck string, c *config.Config, modelDir string) error {
 	if have != a.Base.Fingerprint {
 		return fmt.Errorf("checkpoint %s was trained on other base weights (%s, %s) than model %s (%s, from %s): "+
 			"adapters continue only on the base they were trained on", ck, a.Base.NameOrPath, a.Base.Fingerprint, modelDir, have, c.Origin("model"))
+	}
+	return nil
+}
+
+// checkCriticBase is CheckResume's check of the critic: a checkpoint whose critic trained
+// adapters continues with critic adapters, on the critic base weights they were trained on.
+func checkCriticBase(ck string, c *config.Config, criticDir string) error {
+	st, err := readState(ck)
+	if err != nil || st.CriticBase == "" {
+		return err
+	}
+	g, err := c.Trainer()
+	if err != nil {
+		return err
+	}
+	if !g.NeedsCritic() || c.CriticLoRAConfig() == nil {
+		return fmt.Errorf("checkpoint %s holds the critic's LoRA adapters, but this run trains no critic adapters "+
+			"(critic_lora.rank %d, %s; advantage.estimator %s): resume with the run's critic settings",
+			ck, c.CriticLoRA.Rank, c.Origin("critic_lora.rank"), g.Advantage.Estimator)
+	}
+	have, err := model.Fingerprint(criticDir)
+	if err != nil {
+		return fmt.Errorf("critic model: %w", err)
+	}
+	if have != st.CriticBase {
+		return fmt.Errorf("checkpoint %s's critic was trained on other base weights (%s) than critic model %s (%s, from %s): "+
+			"adapters continue only on the base they were trained on", ck, st.CriticBase, criticDir, have, c.Origin("critic_model"))
 	}
 	return nil
 }

@@ -70,12 +70,14 @@ type job struct {
 
 	baseDir string            // the model training started from
 	base    model.AdapterBase // the base as adapters name it (LoRA)
-	policy  *setup.Policy
-	gen     *progress.Phases
-	agents  *agentRunner // nil unless env.agent is set
-	ref     *model.Model
-	critic  *grpo.Critic
-	cmodel  *model.Model
+	// criticBase is the fingerprint of the critic's base weights when it trains adapters.
+	criticBase string
+	policy     *setup.Policy
+	gen        *progress.Phases
+	agents     *agentRunner // nil unless env.agent is set
+	ref        *model.Model
+	critic     *grpo.Critic
+	cmodel     *model.Model
 
 	st state // the position: steps done, data position, trainer progress
 	// restorePhase is the phase whose trainer takes the checkpoint's State when it starts ("":
@@ -319,6 +321,10 @@ func (j *job) openModels() error {
 			if err := j.cmodel.AddAdapters(*l, j.cfg.Seed+1); err != nil {
 				return fmt.Errorf("critic model: %w", err)
 			}
+			if j.criticBase, err = model.Fingerprint(cdir); err != nil {
+				return fmt.Errorf("critic model: %w", err)
+			}
+			j.cmodel.SetLoRAPasses(j.st.CriticLoRAPasses)
 		}
 		if j.critic, err = grpo.NewCritic(j.cmodel); err != nil {
 			return err
