@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -154,13 +155,14 @@ func parseRecord(line []byte) (Record, error) {
 
 // truncateMetrics keeps the records of steps up to step (resuming from that step's checkpoint
 // replays the later ones), rewriting the file atomically. A missing file is fine.
-func truncateMetrics(path string, step int) error {
-	f, err := os.Open(path)
+func truncateMetrics(root *os.Root, step int) error {
+	path := filepath.Join(root.Name(), MetricsFile)
+	f, err := OpenFileIn(root, MetricsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("run: %w", err)
+		return err
 	}
 	recs, err := parseMetrics(path, f)
 	f.Close()

@@ -59,6 +59,20 @@ func OpenDirIn(root *os.Root, name string) (*os.File, error) {
 	return f, nil
 }
 
+// inside refuses an entry of the run directory root that is a link leading out of it: the run
+// writes its files, checkpoints and samples only inside its directory. A missing entry is fine
+// (the run creates it), and so is a link that stays inside.
+func inside(root *os.Root, name string) error {
+	fi, err := root.Lstat(name)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := root.Stat(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return explain(root, name, err)
+	}
+	return nil
+}
+
 // explain says why name could not be opened inside root: missing (fs.ErrNotExist), or a link
 // that leads out.
 func explain(root *os.Root, name string, err error) error {
@@ -70,7 +84,7 @@ func explain(root *os.Root, name string, err error) error {
 		target, _ := root.Readlink(name)
 		return fmt.Errorf("run: %s is a link to %s, outside the run directory %s: not followed", path, target, root.Name())
 	}
-	return fmt.Errorf("run: %w (only files inside the run directory %s are read)", err, root.Name())
+	return fmt.Errorf("run: %w (only files inside the run directory %s are used)", err, root.Name())
 }
 
 // kind names what an entry that is no regular file is.

@@ -50,6 +50,7 @@ type Run struct {
 	Checkpoints *Checkpoints
 
 	fileLog zerolog.Logger // the log file alone
+	root    *os.Root       // the run directory: its own files are opened only inside it
 	lock    *os.File
 	logFile *os.File
 	metrics *os.File
@@ -65,18 +66,29 @@ func Open(o Options) (*Run, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("run: cannot create run directory: %w", err)
 	}
-	r := &Run{Dir: o.Dir}
+	root, err := os.OpenRoot(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	r := &Run{Dir: o.Dir, root: root}
 	ok := false
 	defer func() {
 		if !ok {
 			r.Close()
 		}
 	}()
+	// Run directories are shared and unpacked from others' archives: a link among the run's own
+	// entries that leads out of the directory is refused, never written through.
+	for _, name := range []string{lockFile, LogFile, MetricsFile, CheckpointsDir, SamplesDir} {
+		if err := inside(root, name); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.takeLock(); err != nil {
 		return nil, err
 	}
 	// A run that failed before its first step left an empty metrics file: nothing to keep.
-	if st, err := os.Stat(r.path(MetricsFile)); err == nil && st.Size() > 0 && !o.Resume {
+	if st, err := root.Stat(MetricsFile); err == nil && st.Size() > 0 && !o.Resume {
 		return nil, fmt.Errorf("run: %s already holds a run (%s); resume it or choose another directory", o.Dir, MetricsFile)
 	}
 	if o.Config != nil {
@@ -84,19 +96,18 @@ func Open(o Options) (*Run, error) {
 			return nil, err
 		}
 	}
-	var err error
-	if r.logFile, err = os.OpenFile(r.path(LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+	if r.logFile, err = root.OpenFile(LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, explain(root, LogFile, err)
 	}
 	r.Log = newLogger(r.logFile, o.Console)
 	r.fileLog = newLogger(r.logFile, nil)
 	if o.Resume {
-		if err := truncateMetrics(r.path(MetricsFile), o.ResumeStep); err != nil {
+		if err := truncateMetrics(root, o.ResumeStep); err != nil {
 			return nil, err
 		}
 	}
-	if r.metrics, err = os.OpenFile(r.path(MetricsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+	if r.metrics, err = root.OpenFile(MetricsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, explain(root, MetricsFile, err)
 	}
 	if r.events, err = tboard.Create(o.Dir); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -118,7 +129,7 @@ func (r *Run) path(name string) string { return filepath.Join(r.Dir, name) }
 // takeLock holds an exclusive flock on RUN/.lock for the process's life: a second process writing
 // the same run would interleave metrics and race on checkpoints.
 func (r *Run) takeLock() error {
-	f, err := os.OpenFile(r.path(lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := r.root.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("run: run directory not writable: %w", err)
 	}
@@ -180,6 +191,10 @@ func (r *Run) Close() error {
 	if r.lock != nil { // closing the descriptor releases the flock
 		keep(r.lock.Close())
 		r.lock = nil
+	}
+	if r.root != nil {
+		keep(r.root.Close())
+		r.root = nil
 	}
 	return first
 }

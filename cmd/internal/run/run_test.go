@@ -247,3 +247,50 @@ func TestRunFilesInsideOnly(t *testing.T) {
 		t.Errorf("a link inside: %+v %v", recs, err)
 	}
 }
+
+// A run writes only inside its directory: where one of its own entries (the metrics, the log, the
+// lock, checkpoints/, samples/) is a link that leads out, Open refuses it by name, on a resume as
+// on a fresh run, and the file it points to keeps its bytes; a link that stays inside is used.
+func TestRunWritesInsideOnly(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.jsonl")
+	const old = "{\"step\":1,\"a\":2}\n{\"step\":2,\"a\":3}\n"
+	for _, name := range []string{MetricsFile, LogFile, lockFile, CheckpointsDir, SamplesDir} {
+		for _, resume := range []bool{false, true} {
+			dir := t.TempDir()
+			if err := os.WriteFile(victim, []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			target := victim
+			if name == CheckpointsDir || name == SamplesDir {
+				target = outside
+			}
+			os.Symlink(target, filepath.Join(dir, name))
+			r, err := Open(Options{Dir: dir, Resume: resume, ResumeStep: 1})
+			if err == nil {
+				r.Close()
+			}
+			want := filepath.Join(dir, name) + " is a link to " + target + ", outside the run directory " + dir + ": not followed"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s (resume %v): %v\nwant %s", name, resume, err, want)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != old {
+				t.Errorf("%s (resume %v): the file outside now holds %q", name, resume, b)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+				t.Errorf("%s (resume %v): outside holds %v", name, resume, ents)
+			}
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.jsonl"), []byte(old), 0o644)
+	os.Symlink("m.jsonl", filepath.Join(dir, MetricsFile))
+	r, err := Open(Options{Dir: dir, Resume: true, ResumeStep: 1})
+	if err != nil {
+		t.Fatalf("a link inside: %v", err)
+	}
+	r.Close()
+	if recs, err := ReadMetrics(dir); err != nil || len(recs) != 1 {
+		t.Errorf("a link inside, resumed at step 1: %+v %v", recs, err)
+	}
+}
