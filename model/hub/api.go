@@ -115,6 +115,26 @@ func (c client) head(ctx context.Context, id ID, commit, name string) (expect, e
 	return newExpect(normalizeEtag(etag), n)
 }
 
+// maxRedirects bounds the redirects any request follows (net/http's own bound).
+const maxRedirects = 10
+
+// redirectError is a request redirected more than maxRedirects times: a loop in the server that
+// HF_ENDPOINT names, or in a proxy before it.
+type redirectError struct{ from, to string }
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("%s is redirected more than %d times (the last time to %s): a redirect loop in the server HF_ENDPOINT names or a proxy before it",
+		untrusted.Text(e.from), maxRedirects, untrusted.Text(e.to))
+}
+
+// checkRedirect is the requests' redirect policy: net/http's, its error naming the URLs.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return &redirectError{from: shown(via[0].URL), to: shown(req.URL)}
+	}
+	return nil
+}
+
 // maxRelativeRedirects bounds the redirects head follows within the Hub.
 const maxRelativeRedirects = 5
 
@@ -140,6 +160,9 @@ func noModel(format string, a ...any) error { return &noModelError{fmt.Sprintf(f
 type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string {
+	if r := new(redirectError); errors.As(e.err, &r) {
+		return "the Hub gives no answer: " + r.Error()
+	}
 	return "the Hub cannot be reached (" + untrusted.Text(e.err.Error()) + "): check the network or set HF_ENDPOINT to a mirror; " +
 		"a model downloaded before is found with HF_HUB_OFFLINE=1"
 }

@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +153,20 @@ func TestCheckRevision(t *testing.T) {
 		if err := checkRevision(bad); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%q: %v, want %q", bad, err, why)
 		}
+	}
+}
+
+// A server that redirects every request to itself is given up after 10 redirects, with an error
+// that names the URL asked for and says it is a loop (not "cannot be reached").
+func TestResolveRedirectLoop(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Path, http.StatusFound)
+	}))
+	defer srv.Close()
+	_, err := Resolve(context.Background(), "org/small", Options{Env: Env{Endpoint: srv.URL, Cache: t.TempDir()}})
+	want := "the Hub gives no answer: " + srv.URL + "/api/models/org/small/revision/main is redirected more than 10 times (the last time to " +
+		srv.URL + "/api/models/org/small/revision/main): a redirect loop"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a redirect loop: %v\nwant %s", err, want)
 	}
 }

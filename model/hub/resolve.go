@@ -80,6 +80,11 @@ func Resolve(ctx context.Context, name string, o Options) (string, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	if o.Client.CheckRedirect == nil {
+		hc := *o.Client
+		hc.CheckRedirect = checkRedirect
+		o.Client = &hc
+	}
 	if o.Progress == nil {
 		o.Progress = func(string, int64) Meter { return silent{} }
 	}
