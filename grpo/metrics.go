@@ -213,6 +213,18 @@ func (m Metrics) memory(dev torch.Device) {
 	m["perf/max_memory_reserved_gb"] = float64(st.PeakReserved) / (1 << 30)
 }
 
+// graphs adds the decode step's CUDA graphs, when it has any: the memory pool they hold
+// (perf/cuda_graph_pool_gb, also in the memory plan) and the graphs captured so far
+// (perf/cuda_graph_captures: it grows when a weight or the cache moved and they were captured
+// again).
+func (m Metrics) graphs(s rollout.Stats) {
+	if s.GraphCaptures == 0 {
+		return
+	}
+	m["perf/cuda_graph_pool_gb"] = float64(s.GraphPoolBytes) / (1 << 30)
+	m["perf/cuda_graph_captures"] = float64(s.GraphCaptures)
+}
+
 // phaseShare adds timing_s/<phase> as fractions of the step (timing_frac/<phase>).
 func (m Metrics) phaseShare() {
 	step := m[phaseStep.key()]

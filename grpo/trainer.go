@@ -177,6 +177,7 @@ func (t *Trainer) learn(trajs []*rollout.Trajectory, m Metrics, start time.Time)
 	m.throughput(samples)
 	m.mfu(t.ms.Policy.NumParameters(), t.cfg.Update.Epochs, t.cfg.PeakFLOPS)
 	m.memory(t.ms.Policy.Device)
+	m.graphs(t.gen.Stats())
 	m.phaseShare()
 	return m, trajs, nil
 }

@@ -12,7 +12,8 @@
 //	batch.go, forward.go       padded / packed batches; Hidden, Logits, LogProbs
 //	train.go                   Train / Pass.Backward: kept or recomputed head, gradient checkpointing
 //	kvcache.go, generate.go    KVCache (slots), Extend / Prefill / Decode, Fork
-//	fused.go                   q/k/v and gate/up laid out back to back for generation
+//	fused.go, static.go        q/k/v and gate/up laid out back to back; StaticDecoder, the decode
+//	                           step in one call (CUDA graphs on CUDA)
 //	load.go, export.go, init.go, presets.go  HF directories in and out, random init, presets
 //	lora.go                    LoRA adapters on the linear layers: PEFT's init, scale and names
 //	peft.go, fingerprint.go    PEFT adapter directories in and out; a base model's fingerprint
@@ -56,7 +57,7 @@
 //
 // # Generation (the rollout engine's API)
 //
-//	c, _ := m.NewKVCache(slots, maxLen)  // [slots, kv_heads, max_len, head_dim] per layer
+//	c, _ := m.NewKVCache(slots, maxLen)  // [slots, kv_heads, max_len + 1 (scratch), head_dim] per layer
 //	logits, _ := m.Prefill(c, []int{0}, [][]int32{prompt})  // float32 [1, vocab]
 //	c.Fork(0, 1, 2, 3)                                       // a GRPO group shares the prompt
 //	logits, _ = m.Decode(c, []int{0, 1, 2, 3}, next)         // one token per slot
@@ -83,4 +84,12 @@
 // Slots are indices the engine manages; each has its own length, and a step may mix slots of any
 // lengths and any number of new tokens. Generation multiplies q, k and v (and gate and up) as one
 // product each, over weights laid out back to back that remain the parameters (fused.go).
+//
+//	s, _ := m.NewStaticDecoder(c)               // once per cache; s.Graphs: CUDA graphs (CUDA default)
+//	s.Step(tokens, params, mode, out)            // slots 0..n-1 decode one token and sample on the device
+//
+// The static step computes what Decode and the rollout sampler compute, in one call across the
+// binding from preallocated buffers, without host synchronisation until its sampled ids are
+// copied back; on CUDA it is captured as graphs per (rows bucket, key-positions bucket, sampling
+// mode) and replayed.
 package model

@@ -88,7 +88,7 @@ type hostWrite struct {
 // plan checks the request against the cache and lays it out.
 func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, error) {
 	cfg := c.m.Config
-	kvh, maxLen := cfg.KVHeads(), c.MaxLen
+	kvh, maxLen, stride := cfg.KVHeads(), c.MaxLen, c.stride()
 	p := &extendPlan{}
 	seen := map[int]bool{}
 	for i, s := range slots {
@@ -127,7 +127,7 @@ func (c *KVCache) plan(slots []int, tokens [][]int32, vocab int) (*extendPlan, e
 			p.ids[i*T+t] = int64(tokens[i][t])
 			for h := 0; h < kvh; h++ {
 				p.write.src = append(p.write.src, int64((i*T+t)*kvh+h))
-				p.write.dst = append(p.write.dst, int64((s*kvh+h)*maxLen+L+t))
+				p.write.dst = append(p.write.dst, int64((s*kvh+h)*stride+L+t))
 			}
 		}
 		p.last = append(p.last, int64(i*T+n-1))

@@ -7,8 +7,10 @@ import (
 )
 
 // KVCache holds the keys and values of up to Slots sequences for generation: per layer one K and
-// one V buffer [slots, kv_heads, max_len, head_dim], preallocated in the model's dtype and device.
-// Each slot has its own length; a slot is a sequence in flight.
+// one V buffer [slots, kv_heads, max_len + 1, head_dim], preallocated in the model's dtype and
+// device. Each slot has its own length; a slot is a sequence in flight. The last position of every
+// slot is scratch, never read: a static decode step padded to more rows than it has sequences
+// writes its padding rows' keys there (StaticDecoder).
 //
 // The rollout engine drives it: Extend appends tokens to any set of slots in one batched forward
 // pass (a fresh prompt in one slot while others decode one token each is fine); Fork copies a
@@ -16,8 +18,8 @@ import (
 // slot for the next sequence; Truncate rolls a slot back. Slots are plain indices: the caller keeps
 // its own map from requests to slots.
 type KVCache struct {
-	K, V   []*torch.Tensor // per layer [slots, kv_heads, max_len, head_dim]
-	MaxLen int
+	K, V   []*torch.Tensor // per layer [slots, kv_heads, max_len + 1, head_dim]
+	MaxLen int             // the tokens a slot holds
 
 	lens  []int
 	m     *Model
@@ -32,7 +34,7 @@ func (m *Model) NewKVCache(slots, maxLen int) (c *KVCache, err error) {
 	}
 	cfg := m.Config
 	c = &KVCache{MaxLen: maxLen, lens: make([]int, slots), m: m, scope: torch.NewLongScope("kv cache")}
-	shape := []int64{int64(slots), int64(cfg.KVHeads()), int64(maxLen), int64(cfg.HeadDimension())}
+	shape := []int64{int64(slots), int64(cfg.KVHeads()), int64(maxLen + 1), int64(cfg.HeadDimension())}
 	c.scope.With(func() {
 		for range m.Layers {
 			c.K = append(c.K, torch.Zeros(shape, m.DType, m.Device))
@@ -43,12 +45,16 @@ func (m *Model) NewKVCache(slots, maxLen int) (c *KVCache, err error) {
 }
 
 // KVCacheBytes is the memory NewKVCache(slots, maxLen) takes: K and V for every layer, [slots,
-// kv_heads, max_len, head_dim] each, in the model dtype. Size the cache from a memory budget with it.
+// kv_heads, max_len + 1, head_dim] each, in the model dtype. Size the cache from a memory budget
+// with it.
 func (m *Model) KVCacheBytes(slots, maxLen int) int64 {
 	c := m.Config
-	return 2 * int64(c.NumHiddenLayers) * int64(slots) * int64(c.KVHeads()) * int64(maxLen) *
+	return 2 * int64(c.NumHiddenLayers) * int64(slots) * int64(c.KVHeads()) * int64(maxLen+1) *
 		int64(c.HeadDimension()) * int64(m.DType.Size())
 }
+
+// stride is the positions of a slot in the buffers: MaxLen and the scratch position.
+func (c *KVCache) stride() int { return c.MaxLen + 1 }
 
 // Slots is the number of sequence slots.
 func (c *KVCache) Slots() int { return len(c.lens) }

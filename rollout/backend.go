@@ -29,11 +29,18 @@ type Backend interface {
 	StopTokenIDs() []int
 }
 
-// ModelBackend runs a model.Model over its own KV cache.
+// ModelBackend runs a model.Model over its own KV cache, its decode steps through a
+// model.StaticDecoder (static.go).
 type ModelBackend struct {
 	M     *model.Model
 	Cache *model.KVCache
-	stops []int
+	// Warn receives the backend's warnings (a failed CUDA graph capture, once); nil: the standard
+	// logger.
+	Warn func(msg string)
+
+	stops  []int
+	static *model.StaticDecoder
+	eager  bool // SetStaticStep(false)
 }
 
 // NewModelBackend allocates a KV cache of slots sequences of up to maxLen tokens for m. The
@@ -59,7 +66,12 @@ func NewModelBackend(m *model.Model, slots, maxLen int, extra ...int) (*ModelBac
 			stops = append(stops, id)
 		}
 	}
-	return &ModelBackend{M: m, Cache: c, stops: stops}, nil
+	b := &ModelBackend{M: m, Cache: c, stops: stops}
+	if err := b.newStatic(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
 // Vocab is the model's vocab_size (the width of its logits).
@@ -85,5 +97,10 @@ func (b *ModelBackend) Reset(slot int) { b.Cache.Reset(slot) }
 // StopTokenIDs are the model's eos ids plus the extra ids given to NewModelBackend.
 func (b *ModelBackend) StopTokenIDs() []int { return b.stops }
 
-// Close frees the KV cache (not the model).
-func (b *ModelBackend) Close() { b.Cache.Close() }
+// Close frees the static decoder and the KV cache (not the model).
+func (b *ModelBackend) Close() {
+	if b.static != nil {
+		b.static.Close()
+	}
+	b.Cache.Close()
+}

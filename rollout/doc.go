@@ -7,6 +7,7 @@
 //	engine.go, step.go, sequence.go, request.go  the engine: queue, scheduling, stops, results
 //	sampling.go, sampler.go   per-request sampling settings; sampling on the device
 //	backend.go, mock.go       the model behind the engine (ModelBackend) and a Go-logits mock
+//	static.go                 decode steps as one static step (CUDA graphs on CUDA)
 //	driver.go, episode.go     the multi-turn driver and its per-episode state machine
 //	history.go, condense.go, summary.go  histories, rendering, condensers
 //	condense_config.go        the condenser by name and settings (a run's rollout.condenser: section)
@@ -29,6 +30,12 @@
 // on a stop token (kept as the last output token), a stop string (matched on the incrementally
 // decoded text, across token boundaries) or the length limit. Sampling's zero value samples at
 // temperature 1; greedy decoding is Greedy: true (a Temperature of 0 means 1, not greedy).
+//
+// A step in which every running sequence decodes one token (no prompt admitted, the usual step)
+// runs as one static step on a ModelBackend: the forward pass and the sampling in one call across
+// the binding from preallocated buffers (model.StaticDecoder), replayed from CUDA graphs on CUDA
+// (SetCUDAGraphs, rollout.cuda_graphs). It draws what the op-by-op path draws; the engine keeps
+// its running sequences in slots 0..n-1, which the static step requires.
 //
 // The engine runs on the torch thread:
 //

@@ -42,6 +42,12 @@ type Engine struct {
 	free    []int       // free slots, used from the end
 	nextID  int64
 	stats   Stats
+
+	// The static step's host buffers, reused (static.go).
+	draws  []draw
+	tokens []int32
+	params []float32
+	out    []float64
 }
 
 // waiting is a request whose samples are not all admitted yet.
@@ -110,8 +116,16 @@ func (e *Engine) Waiting() int {
 	return n
 }
 
-// Stats returns the engine's counters since it was made.
-func (e *Engine) Stats() Stats { return e.stats }
+// Stats returns the engine's counters since it was made, with the static step's CUDA graph
+// counters when the backend has them.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	if g, ok := e.b.(interface{ DecoderStats() torch.DecoderStats }); ok {
+		d := g.DecoderStats()
+		s.GraphCaptures, s.GraphCaptureTime, s.GraphPoolBytes = int(d.Captures), d.CaptureTime, d.PoolBytes
+	}
+	return s
+}
 
 // Abort ends every sample of r, queued or running, with FinishAbort and returns their results.
 func (e *Engine) Abort(r *Request) []*Result {

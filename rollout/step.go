@@ -17,8 +17,14 @@ type Stats struct {
 	Moves         int           // running sequences moved to a lower slot to keep the busy slots 0..n-1
 	SplitSteps    int           // steps run as two passes (decodes, then prompts)
 	MaxBatch      int           // most sequences in one step
-	Forward       time.Duration // in Backend.Extend (and Fork)
-	Sample        time.Duration // sampling and the device→host copy
+	StaticSteps   int           // steps run as one static decode step (static.go)
+	Forward       time.Duration // in Backend.Extend (and Fork), and static steps whole (their sampling included)
+	Sample        time.Duration // sampling and the device→host copy (other steps)
+	// The static step's CUDA graphs (running totals, not per Run): captures, the time they took
+	// and the bytes their memory pool added.
+	GraphCaptures    int
+	GraphCaptureTime time.Duration
+	GraphPoolBytes   int64
 }
 
 // stepPlan is one step's forward pass: the slots and their new tokens, which logits row each
@@ -53,24 +59,10 @@ func (e *Engine) step() ([]*Result, error) {
 	defer s.Close()
 
 	t0 := time.Now()
-	logits, err := e.forward(p, decode)
+	got, sampled, err := e.run(p, decode)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range p.forks {
-		if err := e.b.Fork(f.src, f.dsts...); err != nil {
-			return nil, err
-		}
-	}
-	t1 := time.Now()
-	if len(p.rows) != len(p.slots) {
-		logits = logits.IndexSelect(0, torch.FromSlice(p.rows).ToDevice(logits.Device()))
-	}
-	draws := make([]draw, len(p.seqs))
-	for i, q := range p.seqs {
-		draws[i] = draw{s: &q.req.Sampling, u: q.rng.Float64()}
-	}
-	got := sampleRows(logits, draws)
 	t2 := time.Now()
 	if err := checkFinite(e.stats.Steps+1, p.seqs, got); err != nil {
 		return nil, err
@@ -81,8 +73,8 @@ func (e *Engine) step() ([]*Result, error) {
 	e.stats.DecodeTokens += decode
 	e.stats.Generated += len(got)
 	e.stats.MaxBatch = max(e.stats.MaxBatch, len(p.seqs))
-	e.stats.Forward += t1.Sub(t0)
-	e.stats.Sample += t2.Sub(t1)
+	e.stats.Forward += sampled.Sub(t0)
+	e.stats.Sample += t2.Sub(sampled)
 
 	var done []*Result
 	for i, q := range p.seqs {
@@ -97,6 +89,34 @@ func (e *Engine) step() ([]*Result, error) {
 		}
 	}
 	return done, nil
+}
+
+// run computes the step's tokens: in one static step when every row decodes one token in slots
+// 0..n-1 and the backend has one (static.go), else as the forward pass and then the sampler. It
+// returns when the forward pass ended (the static step's sampling is part of it).
+func (e *Engine) run(p *stepPlan, decode int) ([]drawn, time.Time, error) {
+	if sd, ok := e.b.(DecodeStepper); ok && decode == len(p.slots) && contiguous(p.slots) && sd.StaticOn() {
+		got, err := e.staticStep(sd, p)
+		return got, time.Now(), err
+	}
+	logits, err := e.forward(p, decode)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, f := range p.forks {
+		if err := e.b.Fork(f.src, f.dsts...); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	t1 := time.Now()
+	if len(p.rows) != len(p.slots) {
+		logits = logits.IndexSelect(0, torch.FromSlice(p.rows).ToDevice(logits.Device()))
+	}
+	draws := make([]draw, len(p.seqs))
+	for i, q := range p.seqs {
+		draws[i] = draw{s: &q.req.Sampling, u: q.rng.Float64()}
+	}
+	return sampleRows(logits, draws), t1, nil
 }
 
 // forward runs the step's rows through the model: in one pass, or, when one pass would pad many

@@ -60,10 +60,12 @@
 // grouped-query heads). docs/bench/torch.md has the per-call costs. Linear of one row on the CPU
 // is a matrix-vector product (OpenBLAS packs the whole weight for a matrix product).
 //
-// Two go further. Sample draws one token per row of logits on the device (temperature, top-k,
+// Three go further. Sample draws one token per row of logits on the device (temperature, top-k,
 // top-p, min-p, greedy; inverse CDF with a uniform number per row) in one crossing. FuseRows lays
 // several weights out back to back in one storage (q/k/v, gate/up) while each stays the same
-// parameter, so that one matrix product serves them and updates in place reach it.
+// parameter, so that one matrix product serves them and updates in place reach it. Decoder runs a
+// whole decode step of a pre-norm decoder over a KV cache (every layer, the head, Sample) in one
+// crossing from preallocated buffers, and on CUDA replays it from CUDA graphs.
 //
 // # Build and versions
 //

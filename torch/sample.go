@@ -37,7 +37,8 @@ const SampleOutCols = 4
 // Sample draws one token per row of float32 logits [rows, vocab] by inverse-CDF sampling with the
 // settings params [rows, SampleCols] (float32, on the logits' device), in one crossing. The result
 // is float64 [rows, SampleOutCols]. The semantics (order of the truncations, ties, the two
-// log-probabilities) are the rollout sampler's, stated in rollout/sampler.go.
+// log-probabilities) are the rollout sampler's, stated in rollout/sampler.go; the static decode
+// step (Decoder) samples with the same code.
 func Sample(logits, params *Tensor, mode SampleMode) *Tensor {
 	var out C.mt_tensor
 	check("Sample", C.mt_sample(logits.handle("Sample"), params.handle("Sample"), C.int(mode), &out))

@@ -101,8 +101,8 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	}
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
-		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil,
-		Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
+		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), CUDAGraphs: dev.IsCUDA() && cfg.Rollout.CUDAGraphs && cfg.PolicyLoRA() == nil,
+		Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil, Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
 	}
@@ -243,7 +243,8 @@ func writePlanJSON(w io.Writer, r memplan.Run) error {
 		Checkpointing: r.Checkpointing, LoRA: r.LoRA != nil, Device: r.Device, Usable: p.Usable(), Fits: p.Fits(),
 		Bytes: map[string]int64{"weights": p.Weights, "adapters": p.Adapters, "grads": p.Grads, "masters": p.Masters,
 			"moments": p.Moments, "comm": p.Comm, "reference": p.Reference, "critic": p.Critic, "kv_cache": p.KVCache,
-			"persistent": p.Persistent(), "activations": p.Activations, "logits": p.Logits * p.LogitsCopies,
+			"cuda_graph_pool": p.GraphPool,
+			"persistent":      p.Persistent(), "activations": p.Activations, "logits": p.Logits * p.LogitsCopies,
 			"gathered": p.Gathered, "gathered_rollout": p.GatheredForRollout,
 			"peak_train": p.TrainPeak(), "peak_rollout": p.RolloutPeak(), "peak": p.Peak()}}
 	b, err := json.Marshal(j)

@@ -52,8 +52,8 @@ func TestPlanRun(t *testing.T) {
 
 // env.agent keeps finished calls' KV caches in slots of their own, as many as the engine's unless
 // env.agent.cache_slots says: the plan counts them. Qwen2.5-0.5B: 24 layers, 2 KV heads of 64,
-// bfloat16: K and V of 8 slots × 1024 tokens are 2·24·8·2·1024·64·2 = 100,663,296 bytes, twice
-// that with 8 parked slots, 1.5 times with 4.
+// bfloat16: K and V of 8 slots × (1024 tokens + 1 scratch position) are 2·24·8·2·1025·64·2 =
+// 100,761,600 bytes, twice that with 8 parked slots, 1.5 times with 4.
 func TestPlanCountsParkedSlots(t *testing.T) {
 	base := []string{"device=cuda", "rollout.slots=8", "rollout.max_len=1024"}
 	for _, c := range []struct {
@@ -61,9 +61,9 @@ func TestPlanCountsParkedSlots(t *testing.T) {
 		parked   int
 		kv       int64
 	}{
-		{nil, 0, 100663296},
-		{[]string{"env.agent.command=[node, a.js]"}, 8, 201326592},
-		{[]string{"env.agent.command=[node, a.js]", "env.agent.cache_slots=4"}, 4, 150994944},
+		{nil, 0, 100761600},
+		{[]string{"env.agent.command=[node, a.js]"}, 8, 201523200},
+		{[]string{"env.agent.command=[node, a.js]", "env.agent.cache_slots=4"}, 4, 151142400},
 	} {
 		r, err := planRun(planConfig(t, append(base, c.settings...)...), "", 1, 0)
 		if err != nil {
@@ -170,8 +170,10 @@ func TestPlanBeyond(t *testing.T) {
 // plan --json gives the same plan in bytes by category. Qwen2.5-7B (P = 7,615,616,512 weights) in
 // bfloat16 on one rank: weights and gradients P·2 = 15,231,233,024 bytes each, masters P·4 =
 // 30,462,466,048, moments 2·P·4 = 60,924,932,096; 28 layers × 4 KV heads × 128 × 2 bytes × K and V
-// = 57,344 bytes a token, × 8 slots × 1024 tokens = 469,762,048. Those alone are 122,319,626,240
-// bytes: more than the 72 GB usable of an 80 GB device, so it does not fit.
+// = 57,344 bytes a token, × 8 slots × (1024 tokens + 1 scratch position) = 470,220,800; the decode
+// step's CUDA graphs over 8 slots × 152,064 vocabulary entries, S·V·(4 + 2 + 4 + 36) = 55,959,552.
+// Those alone are 122,376,044,544 bytes: more than the 72 GB usable of an 80 GB device, so it does
+// not fit.
 func TestPlanJSON(t *testing.T) {
 	cfg := planConfig(t, "init.preset=qwen2.5-7b", "device=cuda", "rollout.slots=8", "rollout.max_len=1024",
 		"update.gradient_checkpointing=true", "update.micro_tokens=4096")
@@ -188,7 +190,8 @@ func TestPlanJSON(t *testing.T) {
 		t.Fatalf("%v: %s", err, b.String())
 	}
 	want := map[string]int64{"weights": 15231233024, "grads": 15231233024, "masters": 30462466048,
-		"moments": 60924932096, "kv_cache": 469762048, "adapters": 0, "reference": 0, "persistent": 122319626240}
+		"moments": 60924932096, "kv_cache": 470220800, "cuda_graph_pool": 55959552, "adapters": 0, "reference": 0,
+		"persistent": 122376044544}
 	for k, v := range want {
 		if j.Bytes[k] != v {
 			t.Errorf("bytes[%s] = %d, want %d", k, j.Bytes[k], v)

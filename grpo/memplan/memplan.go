@@ -71,6 +71,9 @@ type Run struct {
 	// Parked is the KV slots beside Slots that keep finished agent calls' caches for their
 	// conversation's next call (env.agent.cache_slots): as large as the engine's own.
 	Parked int
+	// CUDAGraphs: the decode step is replayed from CUDA graphs (a CUDA device with
+	// rollout.cuda_graphs), which hold a memory pool all run.
+	CUDAGraphs bool
 	// HeadBudget is the most bytes of float32 logits a pass keeps (0: DefaultHeadBudget).
 	HeadBudget int64
 	// Reference holds a frozen copy of the policy (a KL term); Critic a trained one with a value
@@ -101,6 +104,7 @@ type Plan struct {
 	Reference     int64 // the reference model's weights
 	Critic        int64 // the critic's weights, gradients, masters, moments and buckets
 	KVCache       int64 // the rollout engine's K and V
+	GraphPool     int64 // the decode step's static buffers and its CUDA graphs' memory pool (estimate)
 	// Transient, during one training pass.
 	Activations        int64 // the activations kept for backward, as configured (estimate)
 	ActivationsPlain   int64 // ... without gradient checkpointing
@@ -113,7 +117,7 @@ type Plan struct {
 
 // Persistent is the sum of what is held all run.
 func (p Plan) Persistent() int64 {
-	return add(p.Weights, p.Adapters, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache)
+	return add(p.Weights, p.Adapters, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache, p.GraphPool)
 }
 
 // TrainPeak is the most a rank holds while training: the persistent part, a pass's activations

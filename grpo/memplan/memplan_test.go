@@ -101,7 +101,8 @@ func TestPredictTransientAndExtras(t *testing.T) {
 	r := tinyRun()
 	r.Reference, r.Critic = true, true
 	p := predict(t, r, 0)
-	// KV cache: 2 (K, V) · 2 layers · 3 slots · 1 KV head · 5 positions · head_dim 2 · 2 bytes = 240.
+	// KV cache: 2 (K, V) · 2 layers · 3 slots · 1 KV head · (5 + 1 scratch) positions · head_dim 2 ·
+	// 2 bytes = 288.
 	// Activations, T = 6 tokens: A = 4·4 + 3·4 + 4·2 + 4·8 = 68 elements a token and layer;
 	// plain 6·2·(2·68 + 2·4) = 1728, checkpointed 6·2·(2·4 + 68 + 2·4) = 1008.
 	// Logits: 6·10·4 = 240 bytes, within the 1 GiB budget: kept, three at once.
@@ -110,13 +111,13 @@ func TestPredictTransientAndExtras(t *testing.T) {
 	// ZeRO-3 gathers in training what ZeRO-2 has in flight: the tied embedding and a layer (356 −
 	// 40 − 4)/2 = 156, (40 + 156)·2 = 392; a whole copy for generation, 712.
 	want := map[string][2]int64{
-		"kv": {p.KVCache, 240}, "plain": {p.ActivationsPlain, 1728}, "ckpt": {p.ActivationsCkpt, 1008},
+		"kv": {p.KVCache, 288}, "plain": {p.ActivationsPlain, 1728}, "ckpt": {p.ActivationsCkpt, 1008},
 		"activations": {p.Activations, 1008}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 3},
 		"reference": {p.Reference, 712}, "critic": {p.Critic, 7220}, "gathered": {p.Gathered, 0},
 	}
-	// Two parked slots of agent calls beside the 3: 240·5/3 = 400.
+	// Two parked slots of agent calls beside the 3: 288·5/3 = 480.
 	r.Parked = 2
-	want["kv+parked"] = [2]int64{predict(t, r, 0).KVCache, 400}
+	want["kv+parked"] = [2]int64{predict(t, r, 0).KVCache, 480}
 	for k, v := range want {
 		if v[0] != v[1] {
 			t.Errorf("%s: got %d, want %d", k, v[0], v[1])
@@ -126,20 +127,29 @@ func TestPredictTransientAndExtras(t *testing.T) {
 	if p := predict(t, r, 0); p.Gathered != 392 || p.GatheredForRollout != 712 {
 		t.Errorf("zero3 gathers %d (training) and %d (rollout), want 392 and 712", p.Gathered, p.GatheredForRollout)
 	}
+	// CUDA graphs of the decode step for the cache's 3 + 2 parked slots over a vocabulary of 10
+	// (S·V = 50 entries): the float32 logits buffer 50·4 = 200 and the pool 50·(2 + 4 + 36) = 2100,
+	// held all run.
+	base := predict(t, r, 0)
+	r.CUDAGraphs = true
+	if p := predict(t, r, 0); p.GraphPool != 2300 || p.Persistent()-base.Persistent() != 2300 {
+		t.Errorf("graph pool %d, persistent %d more than without graphs; want 2300 and 2300", p.GraphPool,
+			p.Persistent()-base.Persistent())
+	}
 }
 
 func TestFits(t *testing.T) {
 	r := tinyRun()
-	// Rank 0 of ZeRO-1: persistent 712 + 1188 + 476 + 952 + 60 + KV 240 = 3628; training peak
-	// 3628 + 1008 (checkpointed) + 3·240 (logits) = 5356; rollout peak 3628.
+	// Rank 0 of ZeRO-1: persistent 712 + 1188 + 476 + 952 + 60 + KV 288 = 3676; training peak
+	// 3676 + 1008 (checkpointed) + 3·240 (logits) = 5404; rollout peak 3676.
 	p := predict(t, r, 0)
-	if p.Persistent() != 3628 || p.Peak() != 5356 {
-		t.Fatalf("persistent %d, peak %d, want 3628 and 5356", p.Persistent(), p.Peak())
+	if p.Persistent() != 3676 || p.Peak() != 5404 {
+		t.Fatalf("persistent %d, peak %d, want 3676 and 5404", p.Persistent(), p.Peak())
 	}
 	for _, c := range []struct {
 		device int64
 		fits   bool
-	}{{0, true}, {10000, true}, {5951, false}, {5952, true}} { // usable: 90 %; 5952·0.9 = 5356.8
+	}{{0, true}, {10000, true}, {6004, false}, {6005, true}} { // usable: 90 %; 6005·0.9 = 5404.5
 		r.Device = c.device
 		p := predict(t, r, 0)
 		if p.Fits() != c.fits || (p.Check() == nil) != c.fits {
@@ -193,7 +203,7 @@ func TestWriteTable(t *testing.T) {
 	if err := WriteTable(&b, []string{"zero1"}, []Plan{predict(t, r, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"master weights (fp32)", "476 B", "= peak, training", "5.23 KiB", "fits"} {
+	for _, want := range []string{"master weights (fp32)", "476 B", "= peak, training", "5.28 KiB", "decode step: CUDA graph pool", "fits"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

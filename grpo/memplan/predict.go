@@ -29,8 +29,9 @@ package memplan
 // A LoRA run (Run.LoRA) counts the frozen base and the adapters apart, and the optimizer's state
 // over the adapters only (predictLoRA). The reference model holds P·d; the critic (whole AdamW on every rank, grpo/critic.go) its
 // weights, a float32 value head of hidden+1, their gradients, masters, moments and buckets.
-// The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len, head_dim] per layer, the
-// slots being the engine's and the parked ones of agent calls.
+// The KV cache is model.KVCache: K and V of [slots, kv_heads, max_len + 1, head_dim] per layer
+// (the last position is the static decode step's scratch), the slots being the engine's and the
+// parked ones of agent calls. With CUDA graphs, the decode step's buffers and pool (graphPool).
 func Predict(r Run, rank int) (Plan, error) {
 	if err := r.Validate(); err != nil {
 		return Plan{}, err
@@ -101,7 +102,12 @@ func Predict(r Run, rank int) (Plan, error) {
 			p.Critic = criticLoRABytes(m, *r.CriticLoRA, d, w)
 		}
 	}
-	p.KVCache = mul(2, int64(m.Layers), int64(r.Slots)+int64(r.Parked), int64(m.KVHeads), int64(r.MaxLen), int64(m.HeadDim), d)
+	if r.Slots > 0 && r.MaxLen > 0 {
+		p.KVCache = mul(2, int64(m.Layers), int64(r.Slots)+int64(r.Parked), int64(m.KVHeads), int64(r.MaxLen)+1, int64(m.HeadDim), d)
+	}
+	if r.CUDAGraphs {
+		p.GraphPool = graphPool(m, d, int64(r.Slots)+int64(r.Parked))
+	}
 	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))
 	p.Activations = p.ActivationsPlain
 	if r.Checkpointing {
@@ -109,6 +115,19 @@ func Predict(r Run, rank int) (Plan, error) {
 	}
 	p.Logits, p.LogitsCopies = logits(m, int64(r.MicroTokens), r.HeadBudget)
 	return p, nil
+}
+
+// graphPool estimates what the static decode step (torch.Decoder) holds on a CUDA device for
+// steps of up to slots rows, S = slots, V = vocab: its float32 logits buffer S·V·4 and the memory
+// pool of its graphs, which the largest step's intermediates size: the head's [S, V] output in
+// the weights' dtype and its float32 copy, and the sampler's passes over [S, V] at their most
+// (top-k/top-p: the tempered log-probabilities, their exponentials, the sorted values and their
+// int64 order, the masks and the running sums: about 36 bytes an entry). The layers' own
+// intermediates ([S, hidden]-sized) are negligible beside them. An estimate: the decode part of
+// scripts/gpu/run.sh measures the pool.
+func graphPool(m Model, d, slots int64) int64 {
+	sv := mul(slots, int64(m.Vocab))
+	return add(mul(sv, 4), mul(sv, d+4+36))
 }
 
 // criticBytes is the critic's persistent memory: the model (d bytes a weight) and its float32

@@ -21,6 +21,7 @@ var rows = []struct {
 	{"reference model", func(p Plan) int64 { return p.Reference }},
 	{"critic (all its state)", func(p Plan) int64 { return p.Critic }},
 	{"KV cache", func(p Plan) int64 { return p.KVCache }},
+	{"decode step: CUDA graph pool (est.)", func(p Plan) int64 { return p.GraphPool }},
 	{"= persistent", Plan.Persistent},
 	{"activations, checkpointing off (est.)", func(p Plan) int64 { return p.ActivationsPlain }},
 	{"activations, checkpointing on (est.)", func(p Plan) int64 { return p.ActivationsCkpt }},

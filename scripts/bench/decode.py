@@ -91,13 +91,14 @@ def generate_plain(m, c, ids, new):
 
 
 def timed(fn, dev):
+    """fn's result, wall seconds and the process's CPU seconds (user + system) over it."""
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     r = fn()
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
-    return r, time.perf_counter() - t0
+    return r, time.perf_counter() - t0, time.process_time() - c0
 
 
 def side_plain(a, dev, batches):
@@ -108,8 +109,9 @@ def side_plain(a, dev, batches):
         generate_plain(m, c, ids, a.warmup)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        out, secs = timed(lambda: generate_plain(m, c, ids, a.new), dev)
-        r = {"batch": b, "prompt": a.prompt, "new": a.new, "seconds": secs, "tokens_per_s": out.numel() / secs}
+        out, secs, cpu = timed(lambda: generate_plain(m, c, ids, a.new), dev)
+        r = {"batch": b, "prompt": a.prompt, "new": a.new, "seconds": secs, "cpu_s": cpu,
+             "tokens_per_s": out.numel() / secs}
         if dev.type == "cuda":
             r["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(dev)
         res.append(r)
@@ -135,7 +137,7 @@ def side_transformers(a, dev, batches):
                 return m.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=n,
                                   min_new_tokens=n, pad_token_id=0)
         gen(a.warmup)
-        out, secs = timed(lambda: gen(a.new), dev)
+        out, secs, _ = timed(lambda: gen(a.new), dev)
         n = (out.shape[1] - a.prompt) * b
         res.append({"batch": b, "prompt": a.prompt, "new": a.new, "seconds": secs, "tokens_per_s": n / secs})
     return {"side": "transformers", "transformers": transformers.__version__, "results": res}

@@ -20,12 +20,15 @@
 #   2 tests    the torch, model, rollout and grpo tests with MTGRPO_TEST_DEVICE=cuda,
 #              MTGRPO_TEST_DTYPE=bfloat16 (the four packages at once, their three slowest tests
 #              in processes of their own: GR_TEST_ALONE)
-#   3 train    two GRPO steps of `mtgrpo train` on a random Qwen2.5-0.5B-shaped model in bf16:
-#              alone, then under torchrun at world size 1 (the process group over NCCL), then with
-#              ZeRO-1 too: time per phase, peak CUDA memory, sampler/trainer log-prob difference
+#   3 train    two GRPO steps of `mtgrpo train` on a random Qwen2.5-0.5B-shaped model in bf16, the
+#              decode steps replayed from CUDA graphs (the default): alone (and alone without
+#              graphs: rollout.cuda_graphs=false, the step time graphs save), then under torchrun at
+#              world size 1 (the process group over NCCL), then with ZeRO-1 too: time per phase,
+#              peak CUDA memory, the graphs' pool, sampler/trainer log-prob difference
 #   4 decode   decode throughput at batch 1, 16 and 64 (prompt 128, 64 new tokens, greedy): the
-#              engine, the same model in plain PyTorch, transformers' generate(); the fraction of
-#              the memory-bandwidth bound each reaches
+#              engine with CUDA graphs and without (its static step run eagerly), the same model in
+#              plain PyTorch, transformers' generate(); the fraction of the memory-bandwidth bound
+#              each reaches, the graphs' capture time and pool, greedy tokens graphs against eager
 #   5 update   one training update (forward, backward, AdamW; 8 x 256 tokens) of that model shape:
 #              mtgrpo against PyTorch with AdamW(fused=True) (foreach where it has no fused one)
 #              and with the plain AdamW, alternated step by step; the CUDA allocator's counters
@@ -204,6 +207,10 @@ part_train() {
   local st=0 runs=" $GR_TRAIN_RUNS "
   TRAIN_EXTRA=()
   [[ $runs != *" single "* ]] || train_run single "$BIN/mtgrpo" || st=1
+  # The same run with its decode steps run eagerly (no CUDA graphs): the step time graphs save.
+  TRAIN_EXTRA=(--set rollout.cuda_graphs=false)
+  [[ $runs != *" eager "* ]] || train_run eager "$BIN/mtgrpo" || st=1
+  TRAIN_EXTRA=()
   # torchrun at world size 1 joins a process group (NCCL on the GPU, Gloo on the CPU): the
   # data-parallel code path (python -P: the checkout's torch/ folder must not shadow PyTorch; the
   # underscore spellings are the ones every torchrun version takes).
@@ -230,7 +237,7 @@ part_decode() {
   local st=0
   ensure_model || return 1
   "$BIN/decode" -model "$OUT/model" -device "$GR_DEVICE" -dtype bfloat16 -batches "$GR_BATCHES" \
-    -prompt "$GR_PROMPT" -new "$GR_NEW" -out "$OUT/decode-mtgrpo.json" || st=1
+    -modes graphs,eager -prompt "$GR_PROMPT" -new "$GR_NEW" -out "$OUT/decode-mtgrpo.json" || st=1
   python_cmd scripts/bench/decode.py --model "$OUT/model" --device "$GR_DEVICE" --batches "$GR_BATCHES" \
     --prompt "$GR_PROMPT" --new "$GR_NEW" --out "$OUT/decode-python.json" >/dev/null || st=1
   return $st
@@ -379,7 +386,7 @@ GR_7B_RUNS=${GR_7B_RUNS:-full lora}
 GR_7B_MAXLEN=${GR_7B_MAXLEN:-1024}
 GR_7B_LORA_RANK=${GR_7B_LORA_RANK:-16}
 export GR_7B_RUNS GR_7B_STEPS GR_7B_CANDIDATES GR_7B_INIT GR_7B_MAXLEN GR_7B_LORA_RANK GR_7B_MEMORY
-# A rerun of some of the work: GR_TEST_PKGS (the test packages), GR_TRAIN_RUNS (single, dp, zero1),
+# A rerun of some of the work: GR_TEST_PKGS (the test packages), GR_TRAIN_RUNS (single, eager, dp, zero1),
 # GR_LIMIT_<part> (a part's limit in seconds).
 GR_TEST_PKGS=${GR_TEST_PKGS:-torch model rollout grpo}
 # GR_TEST_ALONE (PKG:TestName ...): the tests that run in processes of their own, beside the rest
@@ -392,7 +399,7 @@ if [ "$GR_DRY" = 1 ]; then
 else
   GR_TEST_ALONE=${GR_TEST_ALONE:-grpo:TestGRPORaisesReward rollout:TestEngineGreedyMatchesFullForward rollout:TestEngineDoesNotLeakTensors}
 fi
-GR_TRAIN_RUNS=${GR_TRAIN_RUNS:-single dp zero1}
+GR_TRAIN_RUNS=${GR_TRAIN_RUNS:-single eager dp zero1}
 export GR_TEST_PKGS GR_TEST_ALONE GR_TRAIN_RUNS GR_DRY OUT PY GR_DEVICE GR_PRESET GR_BATCHES GR_PROMPT GR_NEW GR_TRAIN_TASKS GR_TRAIN_GROUP GR_TRAIN_NEW GR_TRAIN_STEPS GR_UPD_BATCH GR_UPD_SEQ GR_UPD_STEPS GR_THREADS
 export LD_LIBRARY_PATH="$ROOT/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
@@ -432,7 +439,7 @@ run_part shim 120
 grep -q '"part": "shim", "key": "status", "value": "ok"' "$OUT/results.jsonl" ||
   { echo "gpu/run: no shim, nothing else can run"; python_cmd scripts/gpu/summary.py table "$OUT"; exit 1; }
 run_part tests 210
-run_part train 150
+run_part train 180
 run_part decode 90
 run_part update 40
 run_part 7b 450

@@ -2,7 +2,8 @@
 """The figures of scripts/gpu/run.sh (docs/bench/gpu.md says how to read them).
 
   summary.py decode OUT   decode-mtgrpo.json + decode-python.json -> result lines: tokens/s of each
-                          side and batch, and the fraction of the memory-bandwidth bound reached
+                          side and batch, the fraction of the memory-bandwidth bound reached, the
+                          engine's CUDA graphs (capture time, pool size, tokens equal to eager)
   summary.py update OUT   update-raw.jsonl (interleave.py's replies) -> result lines: median step
                           time and phases of each side, tokens/s, peak CUDA memory, the ratio
   summary.py plan OUT RUN 7b-RUN-plan.json (mtgrpo plan --json) -> result lines: the plan of part
@@ -49,7 +50,7 @@ def decode(out):
     try:
         with open(os.path.join(out, "decode-mtgrpo.json")) as f:
             g = json.load(f)
-        sides.append(g)
+        sides += g["sides"]
         device = g.get("device", "cpu")
     except (OSError, ValueError) as e:
         line("decode", "mtgrpo.error", str(e))
@@ -72,9 +73,16 @@ def decode(out):
             b, p, n = r["batch"], r["prompt"], r["new"]
             rates[name, b] = r["tokens_per_s"]
             line("decode", f"{name}.batch{b}.tokens_per_s", round(r["tokens_per_s"], 1), "tok/s")
-            for k in ("forward_s", "sample_s"):
+            for k in ("forward_s", "sample_s", "capture_s"):
                 if k in r:
                     line("decode", f"{name}.batch{b}.{k}", round(r[k], 3), "s")
+            for k in ("steps", "static_steps", "captures"):
+                if k in r:
+                    line("decode", f"{name}.batch{b}.{k}", r[k])
+            if "graph_pool_bytes" in r:
+                line("decode", f"{name}.batch{b}.graph_pool_gb", round(r["graph_pool_bytes"] / 2**30, 3), "GiB")
+            if "tokens_equal" in r:
+                line("decode", f"{name}.batch{b}.tokens_equal", r["tokens_equal"])
             if "peak_cuda_bytes" in r:
                 line("decode", f"{name}.batch{b}.peak_cuda_gb", round(r["peak_cuda_bytes"] / 2**30, 3), "GiB")
             if bw:
@@ -128,7 +136,7 @@ GIB = 2**30
 PLAN_ROWS = [("weights", "weights"), ("adapters", "LoRA adapters (fp32)"), ("grads", "gradients"),
              ("masters", "master weights (fp32)"), ("moments", "AdamW moments (fp32)"),
              ("comm", "gradient buckets"), ("reference", "reference model"), ("kv_cache", "KV cache"),
-             ("persistent", "= persistent"), ("activations", "activations (as configured)"),
+             ("cuda_graph_pool", "decode step: CUDA graph pool (est.)"), ("persistent", "= persistent"), ("activations", "activations (as configured)"),
              ("logits", "logits (fp32, all copies)"), ("peak_rollout", "= peak, rollout"),
              ("peak_train", "= peak, training"), ("peak", "= peak")]
 
@@ -198,9 +206,10 @@ def part7b(out):
 # The figures a complete run gives (scripts/gpu/run.sh --dry-run must give them all).
 EXPECTED = [("shim", "status", "ok"), ("tests", "status", "ok"), ("train", "status", "ok"),
             ("decode", "status", "ok"), ("update", "status", "ok")] + [
-    ("train", f"{run}.last.{k}", None) for run in ("single", "dp", "zero1")
+    ("train", f"{run}.last.{k}", None) for run in ("single", "eager", "dp", "zero1")
     for k in ("timing_s/step", "timing_s/gen", "timing_s/update_actor", "rollout_corr/logprob_abs_diff_mean")] + [
-    ("decode", f"{side}.batch1.tokens_per_s", None) for side in ("mtgrpo", "pytorch")] + [
+    ("decode", f"{side}.batch1.tokens_per_s", None) for side in ("mtgrpo", "mtgrpo_eager", "pytorch")] + [
+    ("decode", "mtgrpo_eager.batch1.tokens_equal", True)] + [
     ("update", f"{side}.step_s", None) for side in ("mtgrpo", "pytorch")] + [
     ("update", "mtgrpo_over_pytorch.step_time", None), ("7b", "status", "ok")] + [
     ("7b", f"{run}.{k}", None) for run in ("full", "lora") for k in ("run", "plan.peak_gib", "plan.fits")]

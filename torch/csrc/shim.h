@@ -203,6 +203,45 @@ MT_API mt_err mt_sample(mt_tensor logits, mt_tensor params, int mode, mt_tensor*
  * replaced is copied into new storage. *moved counts the groups copied. */
 MT_API mt_err mt_fuse_rows(mt_tensor* parts, const int* offs, int ngroups, mt_tensor* outs, int* moved);
 
+/* ---- decode.cpp: the static decode step (CUDA graphs in decode_cuda.cpp) ------------------- */
+typedef struct mt_decoder_s* mt_decoder;
+/* The handles of one layer, in this order (NULL where the architecture has none). */
+enum {
+  MT_DL_IN_NORM, MT_DL_Q, MT_DL_K, MT_DL_V, MT_DL_Q_BIAS, MT_DL_K_BIAS, MT_DL_V_BIAS, MT_DL_Q_NORM, MT_DL_K_NORM,
+  MT_DL_O, MT_DL_O_BIAS, MT_DL_POST_NORM, MT_DL_GATE, MT_DL_UP, MT_DL_GATE_BIAS, MT_DL_UP_BIAS, MT_DL_DOWN,
+  MT_DL_DOWN_BIAS, MT_DL_COUNT
+};
+/* The model-wide handles after the layers': embedding, final norm weight, head weight, RoPE cos and
+ * sin tables [positions, head_dim] in the model dtype. */
+enum { MT_DM_EMBED, MT_DM_NORM, MT_DM_HEAD, MT_DM_COS, MT_DM_SIN, MT_DM_COUNT };
+/* A decoder of a pre-norm model (SwiGLU MLP, grouped-query attention, RoPE, optional q/k norms and
+ * biases) for steps of up to max_rows rows on device. buckets (rising, within [1, max_rows]) are
+ * the row counts a step is padded to when graphs are on: the graphs of all of them are captured
+ * together, largest first. */
+MT_API mt_err mt_decoder_new(int layers, int heads, int kv_heads, int head_dim, double eps, int max_rows,
+                             const int* buckets, int nbuckets, int device, mt_decoder* out);
+MT_API mt_err mt_decoder_free(mt_decoder d);
+/* What mt_decoder_step did: info[MT_STEP_REPLAYED] the step was a graph replay, [MT_STEP_CAPTURED]
+ * graphs captured, [MT_STEP_DROPPED] graphs dropped because what they read moved, [MT_STEP_FELL_BACK]
+ * a capture failed (graphs are off for this decoder; mt_decoder_stats says why), [MT_STEP_RELAID]
+ * fused weight groups copied into new storage. */
+enum { MT_STEP_REPLAYED, MT_STEP_CAPTURED, MT_STEP_DROPPED, MT_STEP_FELL_BACK, MT_STEP_RELAID, MT_STEP_INFO };
+/* One decode step: row b < n appends tokens[b] at positions[b] of cache slot b and samples its next
+ * token with settings params[b] (MT_SP_COLS floats) under mode (MT_SAMPLE_*); rows n..rows-1 pad.
+ * weights: layers * MT_DL_COUNT + MT_DM_COUNT handles; cache: K and V of each layer in turn, each
+ * [slots, kv_heads, len + 1, head_dim], whose last position is scratch (the padding rows write
+ * there). Each row's attention reads key positions [0, keys) of its slot, masked beyond its position. out receives [n, 4] float64 (mt_sample's columns); info MT_STEP_INFO
+ * ints. graphs != 0 replays (capturing when needed) CUDA graphs on a CUDA build. */
+MT_API mt_err mt_decoder_step(mt_decoder d, mt_tensor* weights, int nweights, mt_tensor* cache, int ncache, int n,
+                              int rows, int64_t keys, int mode, int graphs, const int64_t* tokens,
+                              const int64_t* positions, const float* params, double* out, int* info);
+/* A copy of the last step's float32 logits of rows [0, n). */
+MT_API mt_err mt_decoder_logits(mt_decoder d, int n, mt_tensor* out);
+/* Graphs captured so far, seconds spent capturing, the bytes their memory pool added, graphs held
+ * now, and why graphs are off ("" while they are on; at most cap bytes with the NUL). */
+MT_API mt_err mt_decoder_stats(mt_decoder d, int64_t* captures, double* capture_s, int64_t* pool_bytes,
+                               int64_t* held, char* reason, size_t cap);
+
 /* ---- autograd.cpp ---------------------------------------------------------------------------- */
 MT_API mt_err mt_set_requires_grad(mt_tensor t, int on);
 /* *out = NULL when t has no gradient */

@@ -133,6 +133,9 @@ type RolloutConfig struct {
 	Condenser rollout.CondenserConfig `yaml:"condenser"`
 	// Slots is how many sequences are decoded at once (0: tasks × group).
 	Slots int `yaml:"slots"`
+	// CUDAGraphs replays the decode step from CUDA graphs on a CUDA device (verl's enforce_eager
+	// false); false decodes eagerly. No effect on the CPU, which always decodes eagerly.
+	CUDAGraphs bool `yaml:"cuda_graphs"`
 }
 
 // TrainConfig is the training loop's length and cadence.
@@ -175,7 +178,7 @@ func Defaults() *Config {
 		Device:     "cpu",
 		Env:        EnvConfig{Name: "calc_mult", Config: env.Config{RewardRule: env.RuleOff}},
 		Data:       DataConfig{TrainSize: 2048, ValSize: 64, Shuffle: true},
-		Rollout:    RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}},
+		Rollout:    RolloutConfig{RolloutConfig: g.Rollout, Condenser: rollout.CondenserConfig{Type: rollout.CondenseFull}, CUDAGraphs: true},
 		Advantage:  g.Advantage,
 		Reward:     g.Reward,
 		Loss:       g.Loss,

@@ -159,6 +159,11 @@ func (c *Config) warnEffects() {
 			}
 		}
 	}
+	if c.explicit("rollout.cuda_graphs") && !strings.HasPrefix(c.Device, "cuda") {
+		noEffect("rollout.cuda_graphs", fmt.Sprintf("device %s decodes eagerly; CUDA graphs are for a cuda device", c.Device))
+	} else if c.explicit("rollout.cuda_graphs") && c.Rollout.CUDAGraphs && c.PolicyLoRA() != nil {
+		noEffect("rollout.cuda_graphs", "with LoRA adapters (lora.rank > 0) the decode steps run eagerly, the adapters' products beside the base weights'")
+	}
 	e := c.Env
 	if e.Name != "data" {
 		if e.Data.Domain != "" && c.explicit("env.domain") && e.Data.Domain != envDomains[e.Name] {

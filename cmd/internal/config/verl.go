@@ -100,7 +100,7 @@ var verlFamily = Family{
 		{Key: "actor_rollout_ref.rollout.tensor_model_parallel_size", Ignore: "the engine runs the whole model on each process's device"},
 		{Key: "actor_rollout_ref.rollout.max_num_batched_tokens", Ignore: "the KV cache is sized by rollout.slots × rollout.max_len"},
 		{Key: "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", Ignore: "log-probabilities are computed in update.micro_tokens micro-batches"},
-		{Key: "actor_rollout_ref.rollout.enforce_eager", Ignore: "vLLM's setting: no vLLM here"},
+		{Key: "actor_rollout_ref.rollout.enforce_eager", Native: "rollout.cuda_graphs", Value: negate, Note: "true → eager decoding, without CUDA graphs"},
 		{Key: "actor_rollout_ref.rollout.free_cache_engine", Ignore: "vLLM's setting: no vLLM here"},
 		{Key: "actor_rollout_ref.rollout.load_format", Ignore: "the policy's weights are shared with the engine in-process"},
 		{Key: "actor_rollout_ref.rollout.ignore_eos", Value: only("generation stops at the end-of-sequence token", "false")},

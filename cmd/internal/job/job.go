@@ -250,7 +250,7 @@ func externalOpen(ctx context.Context, c *config.Config, ec env.Config) (*env.En
 // Run on the torch thread.
 func openPolicy(dir, adapter string, c *config.Config, trainable bool, bars *progress.Bars) (*setup.Policy, error) {
 	o := setup.Options{Dir: dir, Adapter: adapter, Device: c.Device, DType: c.DType, Slots: c.Slots(),
-		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Progress: &progress.Load{Bars: bars}, Parked: c.ParkedSlots()}
+		MaxLen: c.MaxLen(), Seed: c.Seed, Trainable: trainable, Eager: !c.Rollout.CUDAGraphs, Progress: &progress.Load{Bars: bars}, Parked: c.ParkedSlots()}
 	if trainable {
 		o.LoRA = c.PolicyLoRA()
 	}
@@ -283,6 +283,7 @@ func (j *job) openModels() error {
 		return err
 	}
 	j.policy.Model.SetLoRAPasses(j.st.LoRAPasses)
+	j.policy.Backend.Warn = func(msg string) { j.log.Warn().Msg(msg) }
 	// Exports (checkpoints, the final model) copy the tokenizer files from the base model, which
 	// outlives any checkpoint (the oldest are removed as training goes on).
 	j.policy.Model.TokenizerDir = j.baseDir

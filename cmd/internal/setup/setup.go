@@ -33,6 +33,8 @@ type Options struct {
 	// Adapter is a LoRA adapter directory (PEFT's layout, or a checkpoint's) to apply to the
 	// model; one that names its base's fingerprint is refused on other weights.
 	Adapter string
+	// Eager decodes without CUDA graphs on a CUDA device (rollout.cuda_graphs false).
+	Eager bool
 	// Progress, when set, follows the weight loading.
 	Progress model.Progress
 	// Parked, when > 0, adds that many KV slots that keep finished calls' caches for the next
@@ -82,6 +84,7 @@ func Open(o Options) (*Policy, error) {
 		p.Close()
 		return nil, err
 	}
+	p.Backend.SetCUDAGraphs(!o.Eager)
 	var back rollout.Backend = p.Backend
 	if o.Parked > 0 {
 		if p.Cache, err = serve.NewPrefixCache(p.Backend, o.Parked); err != nil {
