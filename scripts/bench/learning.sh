@@ -5,7 +5,7 @@
 # wiki_qa" (wikiqa), "PPO on FrozenLake" (lake) and "Single-turn GRPO on GSM8K-style questions"
 # (gsm8k).
 #
-#   scripts/bench/learning.sh [demos|contexts|wikiqa|lake|gsm8k|all]   (default all: demos and contexts)
+#   scripts/bench/learning.sh [demos|lora|contexts|wikiqa|lake|gsm8k|all]   (default all: demos and contexts)
 #
 #   demos       the demo's recipe (30% of the demonstrations without the calculator, sampled
 #               evaluation) with seeds SEEDS: an SFT_DEMO_STEPS-step warm-up, then STEPS RL steps
