@@ -53,7 +53,7 @@ func aheadWorker(t *testing.T, pg *torch.ProcessGroup, dir, out string) {
 }
 
 // Rank 1 generates, rank 0 trains. The first batch is generated on the initial weights, so the
-// first step is the single-process one (within distTol); later batches are one step stale
+// first step is the single-process one (within distTol, or one bf16 rounding step); later batches are one step stale
 // (async/staleness 1). The rollout rank holds, during step k, the weights the trainer had after
 // step k−1, bitwise: it received them at the start of the step.
 func TestDistributedRolloutAhead(t *testing.T) {
@@ -82,7 +82,16 @@ func TestDistributedRolloutAhead(t *testing.T) {
 	for r := range rec {
 		readGob(t, filepath.Join(out, fmt.Sprintf("ahead-rank%d.gob", r)), &rec[r])
 	}
-	if d, where := maxDiff(ref, rec[0].Weights[0]); d > distTol {
+	// In bfloat16 a difference far below distTol in what the trainer rank computes (its batch
+	// came through the exchange from the other rank's engine) can turn a near-cancelling bf16
+	// gradient's sign, and AdamW's first steps move an element by about lr whatever its gradient's
+	// size: an element may move by up to bf16Slack differently and round to a neighbouring bf16
+	// value, as checkDistRun allows the data-parallel runs.
+	if testDType == "bfloat16" {
+		if u, where := bf16ULPs(ref, rec[0].Weights[0], bf16Slack); u > 1 {
+			t.Errorf("step 0 (on-policy): weights differ from one process by %.3g bf16 rounding steps at %s", u, where)
+		}
+	} else if d, where := maxDiff(ref, rec[0].Weights[0]); d > distTol {
 		t.Errorf("step 0 (on-policy): weights differ from one process by %g at %s", d, where)
 	}
 	if d, where := maxDiff(initial, rec[1].Weights[0]); d != 0 {
