@@ -22,6 +22,7 @@ type BuildInfo struct {
 	CUDADevices   int
 	ABI           int           // the shim ABI version (equal to the one this package was built for)
 	DistBackends  []DistBackend // process-group backends compiled into the shim
+	BLAS          string        // the BLAS kernels the process runs (BLASKernels; "" when not OpenBLAS)
 }
 
 // Version reports libtorch's version and whether CUDA works. It starts the torch thread if needed
@@ -35,7 +36,7 @@ func Version() (BuildInfo, error) {
 			return err
 		}
 		info = BuildInfo{Torch: C.GoString(&buf[0]), CUDABuilt: built != 0, CUDAAvailable: avail != 0,
-			CUDADevices: int(n), ABI: int(C.mt_abi_version()), DistBackends: DistBackends()}
+			CUDADevices: int(n), ABI: int(C.mt_abi_version()), DistBackends: DistBackends(), BLAS: BLASKernels()}
 		return nil
 	})
 	return info, err
@@ -52,6 +53,9 @@ func (b BuildInfo) String() string {
 			names[i] = string(d)
 		}
 		s += ", process groups: " + strings.Join(names, ", ")
+	}
+	if b.BLAS != "" {
+		s += ", " + b.BLAS
 	}
 	switch {
 	case b.CUDABuilt && !b.CUDAAvailable:

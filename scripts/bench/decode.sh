@@ -28,6 +28,9 @@ go build -o "$OUT/decode" ./scripts/bench/decode
 go build -o "$OUT/trainstep" ./scripts/bench/trainstep
 [ -f "$OUT/model/config.json" ] || "$OUT/trainstep" -init "$OUT/model" >/dev/null
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MTGRPO_THREADS=1
+# The same OpenBLAS kernels on both sides (train_step.sh says why).
+core=$("$OUT/trainstep" -blas-core)
+[ -z "$core" ] || export OPENBLAS_CORETYPE=$core
 rm -f "$OUT"/go-*.json "$OUT"/py-*.json
 engine() {
   "$OUT/decode" -model "$OUT/model" -device cpu -dtype float32 -batches "$BATCHES" -prompt "$PROMPT" -new "$NEW" \

@@ -40,6 +40,10 @@ ts=${TRAINSTEP:-build/trainstep}
 [ -n "${TRAINSTEP:-}" ] || go build -o "$ts" ./scripts/bench/trainstep
 [ -f "$out/$CASE/ids.json" ] || "$ts" -init "$out/$CASE" $lens
 export OMP_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=$BLAS_THREADS
+# The same OpenBLAS kernels on every side: mtgrpo's processes set OPENBLAS_CORETYPE where OpenBLAS
+# took the CPU for an older one (torch/blascore.go); PyTorch is given the same.
+core=$("$ts" -blas-core)
+[ -z "$core" ] || export OPENBLAS_CORETYPE=$core
 [ -z "${MMAP_THRESHOLD:-}" ] || export MALLOC_MMAP_THRESHOLD_=$MMAP_THRESHOLD
 sides=()
 for v in $VARIANTS; do

@@ -21,6 +21,7 @@ import (
 	"github.com/mtgrpo/mtgrpo/grpo"
 	"github.com/mtgrpo/mtgrpo/internal/staged"
 	"github.com/mtgrpo/mtgrpo/model"
+	"github.com/mtgrpo/mtgrpo/torch"
 )
 
 // Options say what to train and where to report.
@@ -292,7 +293,7 @@ func (j *job) openModels() error {
 		return err
 	}
 	j.log.Info().Str("model", dir).Int64("parameters", j.policy.Model.NumParameters()).Str("dtype", j.policy.Model.DType.String()).
-		Str("device", j.cfg.Device).Msg("policy loaded")
+		Str("device", j.cfg.Device).Str("blas", torch.BLASKernels()).Msg("policy loaded")
 	if l := j.policy.Model.LoRA(); l != nil {
 		var n int64
 		for _, p := range j.policy.Model.Parameters() {

@@ -58,7 +58,12 @@ func main() {
 	flag.Float64Var(&o.lr, "lr", 1e-5, "AdamW learning rate")
 	flag.StringVar(&o.device, "device", "cpu", "cpu, cuda or cuda:N")
 	flag.StringVar(&o.preset, "preset", "", "with -init: a model preset's shape (qwen2 architecture) instead of the 39M benchmark model")
+	blasCore := flag.Bool("blas-core", false, "print the OPENBLAS_CORETYPE this process runs with (empty: OpenBLAS' own choice) and exit, for the PyTorch side")
 	flag.Parse()
+	if *blasCore {
+		fmt.Println(os.Getenv(torch.BLASCoreVar))
+		return
+	}
 	err := torch.Run(func() error {
 		if o.initDir != "" {
 			return writeInit(o)
