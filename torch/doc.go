@@ -87,4 +87,12 @@
 // low-precision parameter in the same crossing; its state (State, LoadState) is a flat map keyed
 // by parameter name, masters included, that SaveSafetensors writes as it is. A step whose gradient
 // norm is not finite is given up with Skip, which leaves weights and state untouched.
+// GradBuffers keeps one process's gradients in persistent flat buffers (each .grad a view), with
+// the norm, the clipping and AdamW's float32 gradients computed per buffer (AdamW.StepWith).
+//
+// # Memory counters
+//
+// CUDAMemoryOf and CUDAAllocCountsOf read the CUDA caching allocator; on the CPU, TrackCPUMemory
+// puts a counter in front of libtorch's allocator (allocations, frees, live and peak tensor
+// bytes: CPUMemoryStats), for tests and benchmarks that measure a step's memory.
 package torch

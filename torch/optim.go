@@ -140,14 +140,30 @@ func (o *AdamW) addNames(params []NamedTensor) error {
 // alone and, as in PyTorch, its own step count (which sets its bias correction) does not advance.
 // It does not look at the gradients' values: check ClipGradNorm's result and call Skip instead
 // when it is not finite.
-func (o *AdamW) Step() {
+func (o *AdamW) Step() { o.step1("AdamW.Step", nil) }
+
+// StepWith is Step with the gradients given, one per parameter in the optimizer's order (nil:
+// none, the parameter is left alone), instead of the parameters' own: GradBuffers.StepGrads,
+// float32 for the parameters with float32 masters. Each must have its parameter's shape.
+func (o *AdamW) StepWith(grads []*Tensor) {
+	if len(grads) != len(o.params) {
+		errorf("AdamW.StepWith", "%d gradients for %d parameters", len(grads), len(o.params))
+	}
+	o.step1("AdamW.StepWith", grads)
+}
+
+func (o *AdamW) step1(op string, grads []*Tensor) {
 	if len(o.params) == 0 {
 		return
 	}
 	c := o.Config
-	ps, ws := handles("AdamW.Step", o.params), handles("AdamW.Step", o.master)
-	ms, vs := handles("AdamW.Step", o.m), handles("AdamW.Step", o.v)
-	check("AdamW.Step", C.mt_adamw_step(&ps[0], &ws[0], &ms[0], &vs[0], &o.decay[0],
+	ps, ws := handles(op, o.params), handles(op, o.master)
+	ms, vs := handles(op, o.m), handles(op, o.v)
+	var gs *C.mt_tensor
+	if grads != nil {
+		gs = &handles(op, grads)[0]
+	}
+	check(op, C.mt_adamw_step(&ps[0], &ws[0], &ms[0], &vs[0], gs, &o.decay[0],
 		(*C.int64_t)(unsafe.Pointer(&o.steps[0])), C.int(len(ps)),
 		C.double(c.LR), C.double(c.Beta1), C.double(c.Beta2), C.double(c.Eps), C.double(c.WeightDecay),
 		cbool(o.perTensor)))

@@ -34,13 +34,15 @@
 // # Files
 //
 //	shard.go       Settings, Units, Optimizer: New, Passes, Step, Update, State, LoadState
-//	whole.go       every rank whole: torch.AdamW, gradients summed in buckets (DDP)
+//	whole.go       every rank whole: torch.AdamW, gradients summed in buckets (DDP); one process
+//	               keeps its gradients in persistent flat buffers (torch.GradBuffers)
 //	zero.go        ZeRO-1 and -2: the flat shards, reduce-scatter, clip, step, gather
 //	zero3.go       ZeRO-3: the weights sharded in the update, gathered unit by unit, prefetch
 //	zero_state.go  the sharded optimizer's checkpoint, in the unsharded format
 //	plan.go        PlanModel: a model's shape for the memory model (package grpo/memplan)
 //
 // Tests: shard_test.go checks the choreography with a fake engine and the step against AdamW
-// worked by hand; TestZeRO runs ZeRO-2 and -3 on 4 and 2 ranks and resumes in one process;
-// TestMemoryModelGloo checks memplan's prediction byte for byte at every stage.
+// worked by hand; TestSingleProcessFlatGradsMatchPlain compares one process's buffered steps
+// (full and LoRA, resumed) with plain .grad tensors and counts the CPU allocations; TestZeRO
+// runs ZeRO-2 and -3 on 4 and 2 ranks and resumes in one process; TestMemoryModelGloo checks memplan's prediction byte for byte at every stage.
 package shard

@@ -11,10 +11,18 @@ import (
 // are summed across the ranks in persistent buckets before clipping. Summed, not averaged: the
 // trainer weighs every token by its share of the whole mini-batch's loss (algo.AggWeights), so
 // the sum over ranks is the single-process gradient.
+//
+// A single process keeps the gradients in persistent flat buffers (torch.GradBuffers: each
+// gradient a view of one buffer per dtype, as DDP's gradient_as_bucket_view): backward adds into
+// them in place, and zeroing, the norm, the clipping and the float32 copy for the masters run over
+// one tensor per dtype instead of one per parameter. A parameter that backward did not reach has
+// no gradient for the step, as without buffers; the optimizer's state and checkpoints are the same.
 type whole struct {
 	opt     *torch.AdamW
 	params  []*torch.Tensor
 	buckets *torch.GradBuckets // nil in a single process
+	flat    *torch.GradBuffers // a single process's gradients; nil with a process group
+	held    []int              // the parameters flat holds (those that require grad), in order
 }
 
 // newAdamW makes torch.AdamW over params (mixed precision: float32 master weights for bf16/f16
@@ -53,14 +61,21 @@ func newWhole(params []torch.NamedTensor, pg *torch.ProcessGroup, s Settings) (*
 	for _, p := range params {
 		w.params = append(w.params, p.Tensor)
 	}
-	if pg != nil {
-		if err := torch.Do(func() error {
+	if err := torch.Do(func() error {
+		if pg != nil {
 			w.buckets = pg.NewGradBuckets(w.params, s.BucketBytes, s.Overlap)
 			return nil
-		}); err != nil {
-			opt.Close()
-			return nil, err
 		}
+		for i, p := range w.params {
+			if p.RequiresGrad() {
+				w.held = append(w.held, i)
+			}
+		}
+		w.flat = torch.NewGradBuffers(w.params)
+		return nil
+	}); err != nil {
+		opt.Close()
+		return nil, err
 	}
 	return w, nil
 }
@@ -79,6 +94,9 @@ func (w *whole) shard()           {}
 func (w *whole) unshard()         {}
 
 func (w *whole) clip(maxNorm float64) float64 {
+	if w.flat != nil {
+		return w.flat.ClipGradNorm(maxNorm)
+	}
 	if w.buckets != nil {
 		w.buckets.AllReduce(1)
 	}
@@ -87,11 +105,27 @@ func (w *whole) clip(maxNorm float64) float64 {
 
 func (w *whole) step(lr float64) {
 	w.opt.Config.LR = lr
-	w.opt.Step()
-	w.opt.ZeroGrad()
+	if w.flat == nil {
+		w.opt.Step()
+		w.opt.ZeroGrad()
+		return
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	grads := make([]*torch.Tensor, len(w.params))
+	for k, g := range w.flat.StepGrads() {
+		grads[w.held[k]] = g
+	}
+	w.opt.StepWith(grads)
+	w.flat.Zero()
 }
 
-func (w *whole) skip()      { w.opt.Skip() }
+func (w *whole) skip() {
+	w.opt.Skip()
+	if w.flat != nil {
+		w.flat.Zero()
+	}
+}
 func (w *whole) steps() int { return int(w.opt.Steps() + w.opt.Skipped()) }
 
 func (w *whole) state() map[string]*torch.Tensor             { return w.opt.State() }
@@ -101,5 +135,6 @@ func (w *whole) close() {
 	if w.buckets != nil {
 		w.buckets.Close()
 	}
+	w.flat.Close()
 	w.opt.Close()
 }

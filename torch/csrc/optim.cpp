@@ -92,14 +92,21 @@ void adamw_group(Group& gr, bool decay, const Hyper& h) {
 }  // namespace
 
 mt_err mt_adamw_step(mt_tensor* params, mt_tensor* masters, mt_tensor* exp_avg, mt_tensor* exp_avg_sq,
-                     const int* decay, int64_t* steps, int n, double lr, double beta1, double beta2, double eps,
-                     double weight_decay, int per_tensor) {
+                     mt_tensor* grads, const int* decay, int64_t* steps, int n, double lr, double beta1, double beta2,
+                     double eps, double weight_decay, int per_tensor) {
   MT_BEGIN
   at::NoGradGuard no_grad;
   for (int i = 0; i < n; i++) {
     if (steps[i] < 0) throw std::invalid_argument("adamw: parameter " + std::to_string(i) + " has a negative step count");
     const at::Tensor& p = mt::T(params[i]);
     check_adamw_slot(i, p, masters && masters[i] ? mt::T(masters[i]) : p, mt::T(exp_avg[i]), mt::T(exp_avg_sq[i]));
+    if (grads && grads[i]) {
+      const at::Tensor& g = mt::T(grads[i]);
+      if (!g.sizes().equals(p.sizes()) || g.device() != p.device() || !at::isFloatingType(g.scalar_type())) {
+        throw std::invalid_argument("adamw: parameter " + std::to_string(i) + ": gradient " + c10::str(g.sizes()) + " on " +
+                                    g.device().str() + " for a tensor " + c10::str(p.sizes()) + " on " + p.device().str());
+      }
+    }
   }
   const Hyper h{lr, beta1, beta2, eps, weight_decay};
   // Groups keyed by (device, dtype, decays); the gradient in the weights' dtype (a master's
@@ -108,7 +115,7 @@ mt_err mt_adamw_step(mt_tensor* params, mt_tensor* masters, mt_tensor* exp_avg, 
   std::vector<int> stepped;
   for (int i = 0; i < n; i++) {
     at::Tensor& p = mt::T(params[i]);
-    const at::Tensor& g = p.grad();
+    const at::Tensor g = grads ? (grads[i] ? mt::T(grads[i]) : at::Tensor()) : p.grad();
     if (!g.defined()) continue;
     const bool has_master = masters && masters[i];
     at::Tensor& w = has_master ? mt::T(masters[i]) : p;

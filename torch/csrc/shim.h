@@ -42,6 +42,7 @@ extern "C" {
 typedef struct mt_tensor_s* mt_tensor;
 typedef struct mt_generator_s* mt_generator;
 typedef struct mt_guard_s* mt_guard;
+typedef struct mt_gradbuf_s* mt_gradbuf;
 typedef char* mt_err;
 
 /* dtype codes */
@@ -269,19 +270,44 @@ MT_API mt_err mt_grad_enabled(int* out);
  * elsewhere the parameter is updated in place and its moments have its dtype. steps[i] is parameter
  * i's own step count, as PyTorch keeps one per parameter: a parameter with a gradient has it
  * incremented here and is updated with the bias corrections of the new count; a parameter without
- * one is skipped and keeps its count. decay (NULL = all) says per parameter whether weight decay
- * applies (Hugging Face excludes biases and norm weights). Shapes, dtypes and counts are checked
- * before anything is updated. The step runs libtorch's multi-tensor kernels (mt_adamw_kernel says
- * which), or one parameter at a time where per_tensor is nonzero (the reference). */
+ * one is skipped and keeps its count. grads (NULL = the parameters' own .grad) gives each
+ * parameter's gradient instead, NULL where it has none (mt_gradbuf_step_grads). decay (NULL = all)
+ * says per parameter whether weight decay applies (Hugging Face excludes biases and norm weights).
+ * Shapes, dtypes and counts are checked before anything is updated. The step runs libtorch's
+ * multi-tensor kernels (mt_adamw_kernel says which), or one parameter at a time where per_tensor is
+ * nonzero (the reference). */
 MT_API mt_err mt_adamw_step(mt_tensor* params, mt_tensor* masters, mt_tensor* exp_avg, mt_tensor* exp_avg_sq,
-                            const int* decay, int64_t* steps, int n, double lr, double beta1, double beta2,
-                            double eps, double weight_decay, int per_tensor);
+                            mt_tensor* grads, const int* decay, int64_t* steps, int n, double lr, double beta1,
+                            double beta2, double eps, double weight_decay, int per_tensor);
 /* The multi-tensor AdamW of this build: 2 at::_fused_adamw_ (libtorch 2.4+), 1 the _foreach_ ops. */
 MT_API int mt_adamw_kernel(void);
 /* A printable rendering of t's values (libtorch's operator<<), malloc'd into *out. */
 MT_API mt_err mt_to_string(mt_tensor t, char** out);
 /* Scales gradients so that their global L2 norm is at most max_norm; *total = the norm before. */
 MT_API mt_err mt_clip_grad_norm(mt_tensor* params, int n, double max_norm, double* total);
+
+/* ---- grad_buffers.cpp: persistent flat gradient buffers (one process) ---------------------- */
+/* Lays out one flat buffer per device and dtype for the parameters of params that require grad
+ * and makes each one's .grad a view of its region (a gradient it already has is copied in). */
+MT_API mt_err mt_gradbuf_new(mt_tensor* params, int n, mt_gradbuf* out);
+/* The parameters it holds, its buffers and their bytes. */
+MT_API mt_err mt_gradbuf_info(mt_gradbuf b, int* nparams, int* nbufs, int64_t* bytes);
+/* Zeroes the buffers and puts every view back as its parameter's .grad. */
+MT_API mt_err mt_gradbuf_zero(mt_gradbuf b);
+/* Finds the parameters backward reached since the last zero (a gradient replaced meanwhile is
+ * copied into its region) and drops the gradient of the others; reached (NULL = not wanted) gets
+ * 1 or 0 per held parameter, in order. */
+MT_API mt_err mt_gradbuf_settle(mt_gradbuf b, int* reached);
+/* Settles, then mt_clip_grad_norm over the buffers: the norm of each buffer (float32 rows, float64
+ * between rows: accurate at any size), every gradient scaled by max_norm / (total + 1e-6) when that is below 1 (an
+ * infinite max_norm scales nothing); *total = the norm before, 0 when nothing was reached. */
+MT_API mt_err mt_gradbuf_clip(mt_gradbuf b, double max_norm, double* total);
+/* The gradients an AdamW step over the held parameters takes (after settle; out holds nparams):
+ * the views, float32 ones for float16/bfloat16 parameters (their masters' dtype; one cast per
+ * buffer), NULL for a parameter without a gradient. */
+MT_API mt_err mt_gradbuf_step_grads(mt_gradbuf b, mt_tensor* out);
+/* Frees the buffers; the parameters are left without gradients. */
+MT_API mt_err mt_gradbuf_free(mt_gradbuf b);
 
 /* ---- cuda: runtime_cuda.cpp on CUDA builds, errors elsewhere --------------------------------- */
 MT_API mt_err mt_cuda_synchronize(int device);
@@ -299,6 +325,16 @@ MT_API mt_err mt_cuda_alloc_counts(int device, int64_t* out);
 /* Host synchronisations the shim made so far (a value copied from a device to the host: item,
  * to_data, the gradient norm), on any thread; CPU tensors are not counted. */
 MT_API int64_t mt_host_syncs(void);
+
+/* ---- cpu_memory.cpp: CPU tensor memory ------------------------------------------------------ */
+/* From the first call on, libtorch's CPU allocations go through a counting wrapper (process-wide,
+ * for good): what mt_cpu_memory reports. Tensors allocated before are not counted. */
+MT_API mt_err mt_cpu_memory_track(void);
+/* MT_CPU_STATS counters since tracking began, in this order: allocations, frees, bytes held by
+ * live tensors, the most bytes held at once since the last mt_cpu_memory_reset_peak. */
+#define MT_CPU_STATS 4
+MT_API mt_err mt_cpu_memory(int64_t* out);
+MT_API mt_err mt_cpu_memory_reset_peak(void);
 
 /* ---- bench.cpp: reference loops for the per-call overhead benchmark -------------------------- */
 /* Runs a.add(b) iters times inside C++ and reports nanoseconds per iteration. */
