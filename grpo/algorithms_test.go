@@ -280,6 +280,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.Rollout.GroupSize = 0 }, "rollout.group"},
 		{func(c *Config) { c.Update.MiniBatches = 1000 }, "update.mini_batches"},
+		{func(c *Config) { c.Update.HeadMemoryBudget = -2 }, "update.head_memory_budget"},
 		{func(c *Config) { c.Optim.Schedule = "linear-ish" }, "linear-ish"},
 		{func(c *Config) { c.Advantage.Estimator = "ppo-ish" }, "ppo-ish"},
 		{func(c *Config) { c.Loss.Agg.Mode = "mean-ish" }, "mean-ish"},

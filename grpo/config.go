@@ -84,6 +84,10 @@ type UpdateConfig struct {
 	MicroTokens int `yaml:"micro_tokens"`
 	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
 	Checkpoint bool `yaml:"gradient_checkpointing"`
+	// HeadMemoryBudget is the most bytes of float32 [tokens, vocabulary] logits a pass keeps
+	// whole (model.ForwardOptions.HeadMemoryBudget); past it the head runs in chunks of tokens and
+	// the backward recomputes each (TRL's and Liger's chunked losses). 0: 1 GiB; −1: always chunks.
+	HeadMemoryBudget int64 `yaml:"head_memory_budget"`
 }
 
 // OptimConfig is AdamW and its schedule (the optim: section).
@@ -224,6 +228,7 @@ func (c *Config) Validate() error {
 		setting.In("update.epochs", u.Epochs, 1, setting.MaxCount),
 		setting.In("update.mini_batches", u.MiniBatches, 1, setting.MaxTrajectories),
 		setting.In("update.micro_tokens", u.MicroTokens, 1, setting.MaxTokensPerStep),
+		setting.AtLeast("update.head_memory_budget", u.HeadMemoryBudget, -1).Because("bytes; -1: always in chunks"),
 		setting.In("optim.lr", o.LR, 0, MaxLR),
 		setting.In("optim.beta1", o.Beta1, 0, 1).Below(),
 		setting.In("optim.beta2", o.Beta2, 0, 1).Below(),

@@ -214,7 +214,7 @@ func (t *Trainer) criticMicro(micro []*sample, fo model.ForwardOptions, acc *sta
 	return torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		fo.Hidden, fo.Checkpoint = true, t.cfg.Update.Checkpoint
+		fo.Hidden, fo.HiddenOnly, fo.Checkpoint = true, true, t.cfg.Update.Checkpoint
 		p, err := c.Model.Train(b, fo)
 		if err != nil {
 			return fmt.Errorf("critic pass: %w", err)

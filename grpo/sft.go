@@ -74,7 +74,7 @@ func (t *Trainer) sftMicro(micro []*sample, tokens int, fo model.ForwardOptions)
 	err = torch.Do(func() error {
 		s := torch.NewScope()
 		defer s.Close()
-		fo.Checkpoint = t.cfg.Update.Checkpoint
+		fo.Checkpoint, fo.HeadMemoryBudget = t.cfg.Update.Checkpoint, t.cfg.Update.HeadMemoryBudget
 		p, err := t.ms.Policy.Train(b, fo)
 		if err != nil {
 			return fmt.Errorf("training pass: %w", err)

@@ -97,6 +97,7 @@ func (t *Trainer) microStep(micro []*sample, first bool, fo model.ForwardOptions
 		s := torch.NewScope()
 		defer s.Close()
 		fo.Temperature, fo.Entropy, fo.Checkpoint = t.temperature(), true, t.cfg.Update.Checkpoint
+		fo.HeadMemoryBudget = t.cfg.Update.HeadMemoryBudget
 		p, err := t.ms.Policy.Train(b, fo)
 		if err != nil {
 			return fmt.Errorf("training pass: %w", err)

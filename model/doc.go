@@ -49,10 +49,13 @@
 // temperature. ForwardOptions.HeadMemoryBudget (default 1 GiB of float32 logits) decides how Train
 // handles the vocabulary-sized head: under the budget it is computed once and its graph kept, like
 // plain autograd; above it, it runs ChunkTokens rows at a time in the forward pass and again, chunk
-// by chunk, in the backward pass, so [tokens, vocab] float32 logits never exist for the whole batch.
+// by chunk, in the backward pass, so [tokens, vocab] float32 logits never exist for the whole batch;
+// the entropy comes from the same chunks (TestChunkedHeadMatchesKept: both ways agree to 1e-6 in
+// float32 over padded, packed and shared-prefix batches).
 // The embedding row of config.json's pad_token_id gets no gradient from the lookup, as in
 // transformers.
-// ForwardOptions.Hidden adds the final hidden states (with gradients in Train) for a value head.
+// ForwardOptions.Hidden adds the final hidden states (with gradients in Train) for a value head;
+// HiddenOnly then skips the head altogether (a critic's passes).
 // Batch.Tensor and Batch.Values move per-token Go values (masks, advantages) in and out of the layout.
 //
 // # Generation (the rollout engine's API)

@@ -31,6 +31,10 @@ type ForwardOptions struct {
 	// Hidden also returns the final hidden states (after the last norm) [rows, cols, hidden]; in
 	// Train they carry gradients, so a value head (a PPO critic) can be trained through the model.
 	Hidden bool
+	// HiddenOnly (Train only, with Hidden) skips the language-model head: Output holds Hidden
+	// alone, for a pass whose loss reads nothing else (a PPO critic's value head), which then
+	// spends neither the head's compute nor its logits' memory.
+	HiddenOnly bool
 	// GradsReady (Train only), when set, is called by Backward each time a unit's gradients are
 	// complete (units: see Model.Units), so that they can be reduced and dropped before the next
 	// unit's are made: the last unit (the final norm and an untied head) after the head's backward,

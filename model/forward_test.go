@@ -328,8 +328,9 @@ func TestScoreFrom(t *testing.T) {
 }
 
 // A value head on Hidden (a PPO critic) trains through the model: the gradient of a loss over the
-// hidden states matches a finite difference, with and without checkpointing, and Hidden equals the
-// no-grad hidden states.
+// hidden states matches a finite difference, with and without checkpointing and with the head
+// skipped (HiddenOnly: the same computation, bit for bit), and Hidden equals the no-grad hidden
+// states.
 func TestHiddenGradient(t *testing.T) {
 	onTorch(t, func() error {
 		m := testModel(t, "qwen3", true, 19)
@@ -358,6 +359,24 @@ func TestHiddenGradient(t *testing.T) {
 		}
 		if d := maxAbsDiff(grads[false], grads[true]); d > 1e-5 {
 			t.Errorf("checkpointed hidden-state gradient differs by %g", d)
+		}
+		// HiddenOnly skips the head: no log-probs, the same gradient (the head never reached it).
+		torch.ZeroGrad(m.ParameterTensors())
+		if _, err := m.Train(b, ForwardOptions{HiddenOnly: true}); err == nil {
+			t.Errorf("HiddenOnly without Hidden: no error")
+		}
+		p, err := m.Train(b, ForwardOptions{Hidden: true, HiddenOnly: true})
+		if err != nil {
+			return err
+		}
+		if p.LogProbs != nil || p.Entropy != nil {
+			t.Errorf("HiddenOnly computed the head's outputs")
+		}
+		if err := p.Backward(p.Hidden.Mul(head).Sum(false)); err != nil {
+			return err
+		}
+		if d := maxAbsDiff(grads[false], w.Grad().Float32s()); d > 0 {
+			t.Errorf("HiddenOnly's hidden-state gradient differs by %g", d)
 		}
 		// As in TestTrainGradientMatchesFiniteDifference: in bf16 the finite difference is taken on
 		// a float32 twin, within 1% of the largest gradient (0.013% was seen).

@@ -47,6 +47,9 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	if err := b.checkIDs(m.Config.VocabSize); err != nil {
 		return nil, err
 	}
+	if o.HiddenOnly && !o.Hidden {
+		return nil, fmt.Errorf("model: HiddenOnly without Hidden leaves the pass no output")
+	}
 	if o.Weights != nil && !o.Checkpoint {
 		return nil, fmt.Errorf("model: weights gathered unit by unit need Checkpoint (the backward re-runs each layer)")
 	}
@@ -55,7 +58,9 @@ func (m *Model) Train(b *Batch, o ForwardOptions) (p *Pass, err error) {
 	m.dropping(p.seed, func() { p.forward(ids, a) })
 	hidden := int64(m.Config.HiddenSize)
 	p.hflat = p.last.View(-1, hidden).Detach().SetRequiresGrad(true)
-	p.trainHead()
+	if !o.HiddenOnly {
+		p.trainHead()
+	}
 	if o.Hidden {
 		// Small ([tokens, hidden]): kept with its graph to hflat rather than recomputed.
 		torch.EnableGrad(func() { p.Hidden = m.Norm.Forward(p.hflat).View(p.last.Shape()...) })
@@ -209,7 +214,7 @@ func (p *Pass) backwardHead() {
 		}
 		return torch.ZerosLike(t).View(-1)
 	}
-	if p.LogProbs.Grad() == nil && (p.Entropy == nil || p.Entropy.Grad() == nil) {
+	if p.LogProbs == nil || p.LogProbs.Grad() == nil && (p.Entropy == nil || p.Entropy.Grad() == nil) {
 		return // the loss uses only the hidden states
 	}
 	glp, gent := gradOf(p.LogProbs), gradOf(p.Entropy)

@@ -100,7 +100,7 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 		return memplan.Run{}, err
 	}
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
-		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint,
+		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint, HeadBudget: cfg.Update.HeadMemoryBudget,
 		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), CUDAGraphs: dev.IsCUDA() && cfg.Rollout.CUDAGraphs && cfg.PolicyLoRA() == nil,
 		Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil, Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
 	if !dev.IsCUDA() && dt != torch.Float32 {

@@ -74,7 +74,8 @@ type Run struct {
 	// CUDAGraphs: the decode step is replayed from CUDA graphs (a CUDA device with
 	// rollout.cuda_graphs), which hold a memory pool all run.
 	CUDAGraphs bool
-	// HeadBudget is the most bytes of float32 logits a pass keeps (0: DefaultHeadBudget).
+	// HeadBudget is the most bytes of float32 logits a pass keeps (update.head_memory_budget; 0:
+	// DefaultHeadBudget, −1: none, the head always in chunks).
 	HeadBudget int64
 	// Reference holds a frozen copy of the policy (a KL term); Critic a trained one with a value
 	// head (the gae estimator), whole on every rank whatever the stage.
@@ -170,7 +171,7 @@ func (r Run) Validate() error {
 		return fmt.Errorf("memplan: world size %d, want >= 1", r.World)
 	case r.Stage < StageDP || r.Stage > StageZeRO3:
 		return fmt.Errorf("memplan: ZeRO stage %d, want 0 to 3", int(r.Stage))
-	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < 0 || r.Device < 0 || r.WireBytes < 0:
+	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < -1 || r.Device < 0 || r.WireBytes < 0:
 		return fmt.Errorf("memplan: negative setting in %+v", r)
 	case r.LoRA != nil && (r.LoRA.PerLayer <= 0 || r.Stage == StageZeRO3 || r.Reference):
 		return fmt.Errorf("memplan: LoRA with %d adapter elements per layer, stage %d, reference %v: want > 0 elements, "+

@@ -50,7 +50,7 @@ var trlArguments = []ForeignKey{
 	{Key: "entropy_target", Ignore: "the adaptive entropy coefficient's: use_adaptive_entropy is false"},
 	{Key: "off_policy_mask_threshold", Value: only("the off-policy sequence mask is not implemented: loss.is corrects the sampler's ratio", "null")},
 	{Key: "use_bias_correction_kl", Value: only("the KL term is loss.kl_kind's estimator of the sampled tokens", "false")},
-	{Key: "use_liger_loss", Ignore: ownKernels},
+	{Key: "use_liger_loss", Ignore: chunkedHead},
 	{Key: "ref_model_mixup_alpha", Ignore: "the reference model stays the starting model (sync_ref_model is false)"},
 	{Key: "ref_model_sync_steps", Ignore: "the reference model stays the starting model (sync_ref_model is false)"},
 	{Key: "log_multimodal", Ignore: textOnly},

@@ -32,7 +32,7 @@ var verlMachinery = []ForeignKey{
 	{Key: "actor_rollout_ref.model.tokenizer_path", Value: only("the model directory's tokenizer is used", "null")},
 	{Key: "actor_rollout_ref.model.custom_chat_template", Value: only("the model directory's chat template is used (tokenizer_config.json)", "null")},
 	{Key: "actor_rollout_ref.model.use_liger", Ignore: ownKernels},
-	{Key: "actor_rollout_ref.model.use_fused_kernels", Ignore: ownKernels},
+	{Key: "actor_rollout_ref.model.use_fused_kernels", Ignore: chunkedHead},
 	{Key: "actor_rollout_ref.model.fused_kernel_options.*", Ignore: ownKernels},
 	{Key: "actor_rollout_ref.model.tiled_mlp.*", Ignore: ownKernels},
 	{Key: "actor_rollout_ref.model.enable_activation_offload", Ignore: "activations stay on the device; gradient checkpointing is update.gradient_checkpointing"},
@@ -52,10 +52,10 @@ var verlMachinery = []ForeignKey{
 	// the actor's machinery
 	{Key: "actor_rollout_ref.actor.rollout_n", Ignore: "verl fills it in from rollout.n (the group is rollout.group)"},
 	{Key: "actor_rollout_ref.actor.use_torch_compile", Ignore: ownKernels},
-	{Key: "actor_rollout_ref.actor.use_fused_kernels", Ignore: ownKernels},
+	{Key: "actor_rollout_ref.actor.use_fused_kernels", Ignore: chunkedHead},
 	{Key: "actor_rollout_ref.actor.use_remove_padding", Ignore: "sequences are packed without padding already"},
-	{Key: "actor_rollout_ref.actor.entropy_from_logits_with_chunking", Ignore: "the entropy is computed with the loss, per micro-batch of update.micro_tokens"},
-	{Key: "actor_rollout_ref.actor.entropy_checkpointing", Ignore: "the entropy is computed with the loss, per micro-batch of update.micro_tokens"},
+	{Key: "actor_rollout_ref.actor.entropy_from_logits_with_chunking", Ignore: "the entropy is computed in the head's chunks of tokens always (update.head_memory_budget)"},
+	{Key: "actor_rollout_ref.actor.entropy_checkpointing", Ignore: "past update.head_memory_budget the backward recomputes each chunk's log-probs and entropies"},
 	{Key: "actor_rollout_ref.actor.calculate_entropy", Ignore: "actor/entropy is always reported"},
 	{Key: "actor_rollout_ref.actor.calculate_sum_pi_squared", Ignore: "the optimal token baseline's statistic: no such estimator here"},
 	{Key: "actor_rollout_ref.actor.sum_pi_squared_checkpointing", Ignore: "the optimal token baseline's statistic: no such estimator here"},
@@ -202,6 +202,7 @@ const (
 	textOnly      = "no images or videos: the architectures here are text-only"
 	noRemoteCode  = "no remote code runs: the architectures are built in"
 	ownKernels    = "the built-in architectures' kernels are fixed (libtorch's)"
+	chunkedHead   = "past update.head_memory_budget the log-probs and entropies are computed chunk by chunk, never from the whole logits; the other kernels are libtorch's"
 	ownEngine     = "vLLM's and SGLang's tuning: generation runs in the built-in engine (rollout.slots sequences at once, rollout.max_len tokens each)"
 	noDropout     = "the built-in architectures apply no dropout"
 	positions     = "rotary positions need no table: rollout.max_len bounds a sequence"
