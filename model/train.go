@@ -220,19 +220,23 @@ func (p *Pass) backwardHead() {
 	glp, gent := gradOf(p.LogProbs), gradOf(p.Entropy)
 	if p.kept != nil {
 		outs, grads := []*torch.Tensor{p.kept.LogProbs.View(-1)}, []*torch.Tensor{glp}
-		if p.kept.Entropy != nil {
+		if p.kept.Entropy != nil && p.Entropy.Grad() != nil {
 			outs, grads = append(outs, p.kept.Entropy.View(-1)), append(grads, gent)
 		}
 		torch.Backward(outs, torch.BackwardOpts{GradOutputs: grads})
 		return
 	}
-	step := p.o.chunk(p.m.Config.VocabSize)
+	// The entropies are recomputed only when the loss uses them (an entropy bonus): otherwise a
+	// chunk's backward holds two [rows, vocab] tensors fewer.
+	o := p.o
+	o.Entropy = p.Entropy != nil && p.Entropy.Grad() != nil
+	step := o.chunk(p.m.Config.VocabSize)
 	for lo := 0; lo < len(pred); lo += step {
 		hi := min(lo+step, len(pred))
 		s := torch.NewScope()
 		where := torch.FromSlice(at[lo:hi]).ToDevice(p.m.Device)
 		torch.EnableGrad(func() {
-			lp, ent := p.m.scoreChunk(p.hflat, pred[lo:hi], target[lo:hi], p.o)
+			lp, ent := p.m.scoreChunk(p.hflat, pred[lo:hi], target[lo:hi], o)
 			outs, grads := []*torch.Tensor{lp}, []*torch.Tensor{glp.IndexSelect(0, where)}
 			if ent != nil {
 				outs, grads = append(outs, ent), append(grads, gent.IndexSelect(0, where))

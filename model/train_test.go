@@ -193,7 +193,8 @@ func TestUnitWeightsOrder(t *testing.T) {
 // The head recomputed in chunks (HeadMemoryBudget −1, 5 rows at a time: the sequences' scored
 // tokens split across chunks) gives the same log-probs, entropies and gradients as the head kept
 // whole (the default budget at this vocabulary), over tied and untied heads and the three batch
-// layouts: padded rows, packed rows, and a shared prefix (NewSharedBatch, scored after it). Only
+// layouts: padded rows, packed rows, and a shared prefix (NewSharedBatch, scored after it), with
+// the entropies in the loss (a bonus) and only measured (the backward then skips them). Only
 // the head's scheduling differs (the layers run plainly both times), and in float32 every value
 // agrees to 1e-6 of its tensor's largest: the chunks' matmuls group the rows differently, a few
 // float32 roundings. In bf16 the logits of a chunk round differently from the whole's: values to 2%
@@ -229,20 +230,24 @@ func TestChunkedHeadMatchesKept(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					kept, lk, ek := headRun(t, m, b, ForwardOptions{Entropy: true, Temperature: 0.9}, true)
-					chunked, lc, ec := headRun(t, m, b, ForwardOptions{Entropy: true, Temperature: 0.9, HeadMemoryBudget: -1, ChunkTokens: 5}, false)
-					for what, pair := range map[string][2][]float32{"log-probs": {lk, lc}, "entropies": {ek, ec}} {
-						if d := maxAbsDiff(pair[0], pair[1]); d > tol(1e-6, 0.02)*math.Max(1, maxAbs(pair[0])) {
-							t.Errorf("%s: %s differ by %g", name, what, d)
+					for _, bonus := range []float64{0.05, 0} { // 0: the entropies are measured, not trained
+						fo := ForwardOptions{Entropy: true, Temperature: 0.9}
+						kept, lk, ek := headRun(t, m, b, fo, bonus, true)
+						fo.HeadMemoryBudget, fo.ChunkTokens = -1, 5
+						chunked, lc, ec := headRun(t, m, b, fo, bonus, false)
+						for what, pair := range map[string][2][]float32{"log-probs": {lk, lc}, "entropies": {ek, ec}} {
+							if d := maxAbsDiff(pair[0], pair[1]); d > tol(1e-6, 0.02)*math.Max(1, maxAbs(pair[0])) {
+								t.Errorf("%s, bonus %v: %s differ by %g", name, bonus, what, d)
+							}
 						}
-					}
-					for prm, g := range kept {
-						scale := maxAbs(g)
-						if scale == 0 {
-							t.Errorf("%s: %s has an all-zero gradient", name, prm)
-						}
-						if d := maxAbsDiff(g, chunked[prm]); d > tol(1e-6, 0.04)*scale {
-							t.Errorf("%s: %s's gradient differs by %g (scale %g)", name, prm, d, scale)
+						for prm, g := range kept {
+							scale := maxAbs(g)
+							if scale == 0 {
+								t.Errorf("%s, bonus %v: %s has an all-zero gradient", name, bonus, prm)
+							}
+							if d := maxAbsDiff(g, chunked[prm]); d > tol(1e-6, 0.04)*scale {
+								t.Errorf("%s, bonus %v: %s's gradient differs by %g (scale %g)", name, bonus, prm, d, scale)
+							}
 						}
 					}
 				}
@@ -252,9 +257,10 @@ func TestChunkedHeadMatchesKept(t *testing.T) {
 	}
 }
 
-// headRun trains b once with o (the head kept or not, as keep says it must be) and returns the
-// gradients by parameter, the log-probs and the entropies.
-func headRun(t *testing.T, m *Model, b *Batch, o ForwardOptions, keep bool) (map[string][]float32, []float32, []float32) {
+// headRun trains b once with o (the head kept or not, as keep says it must be) on the weighted
+// negative log-likelihood plus bonus × the weighted entropies, and returns the gradients by
+// parameter, the log-probs and the entropies.
+func headRun(t *testing.T, m *Model, b *Batch, o ForwardOptions, bonus float64, keep bool) (map[string][]float32, []float32, []float32) {
 	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
@@ -272,7 +278,11 @@ func headRun(t *testing.T, m *Model, b *Batch, o ForwardOptions, keep bool) (map
 		w[i] = float32(1 + i%3)
 	}
 	wt := torch.FromSlice(w, int64(rows), int64(cols)).ToDevice(m.Device)
-	if err := p.Backward(p.LogProbs.Mul(wt).Sum(false).Neg().Add(p.Entropy.Mul(wt).Sum(false).MulScalar(0.05))); err != nil {
+	loss := p.LogProbs.Mul(wt).Sum(false).Neg()
+	if bonus != 0 {
+		loss = loss.Add(p.Entropy.Mul(wt).Sum(false).MulScalar(bonus))
+	}
+	if err := p.Backward(loss); err != nil {
 		t.Fatal(err)
 	}
 	g := map[string][]float32{}

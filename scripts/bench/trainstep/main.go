@@ -36,10 +36,12 @@ type options struct {
 	lens               string
 	threads            int
 	checkpoint, packed bool
+	entropy            bool
 	headBudget         int64
 	dtype              string
 	lr                 float64
 	device, preset     string
+	vocab              int
 }
 
 func main() {
@@ -58,6 +60,8 @@ func main() {
 	flag.Float64Var(&o.lr, "lr", 1e-5, "AdamW learning rate")
 	flag.StringVar(&o.device, "device", "cpu", "cpu, cuda or cuda:N")
 	flag.StringVar(&o.preset, "preset", "", "with -init: a model preset's shape (qwen2 architecture) instead of the 39M benchmark model")
+	flag.IntVar(&o.vocab, "vocab", 0, "with -init: this vocabulary size instead of the model's (e.g. 151936 on the tiny preset)")
+	flag.BoolVar(&o.entropy, "entropy", false, "the passes also compute the entropies, as the trainer's do (the loss uses the log-probs only)")
 	blasCore := flag.Bool("blas-core", false, "print the OPENBLAS_CORETYPE this process runs with (empty: OpenBLAS' own choice) and exit, for the PyTorch side")
 	flag.Parse()
 	if *blasCore {
@@ -103,6 +107,12 @@ func writeInit(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.vocab > 0 {
+		c.VocabSize = o.vocab
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
 	m, err := model.New(c, g, model.Options{Device: "cpu"}, 1)
 	if err != nil {
 		return err
@@ -132,18 +142,27 @@ func writeInit(o options) error {
 // on both alike):
 //
 //	step   one update; answers {"wall_s", "cpu_s", "forward_s", "backward_s", "optimizer_s", "loss",
-//	       "host_syncs"} and on CUDA the allocator's "cuda_allocs", "cuda_mallocs", "cuda_alloc_retries"
+//	       "host_syncs"} and on CUDA the allocator's "cuda_allocs", "cuda_mallocs", "cuda_alloc_retries";
+//	       on the CPU the tensors' own bytes (torch.TrackCPUMemory, counted from before the model
+//	       is loaded): "tensor_peak_{forward,backward,optimizer}_mb", the most bytes live tensors
+//	       held in each phase, "tensor_after_forward_mb" what the forward pass left for the
+//	       backward, and "cpu_allocs" the blocks the step allocated
 //	done   answers {"peak_growth_mb"} and exits
 //
 // After loading the model they reset the kernel's peak-RSS mark and print {"ready": true, "side",
 // "threads", "openblas_threads", "tokens", "config", "base_rss_mb"}; peak_growth_mb is VmHWM minus
 // that RSS: the optimizer state, the gradients and the steps' activations and temporaries (PyTorch
-// makes its optimizer state in the first step, mtgrpo when the optimizer is made: both count).
+// makes its optimizer state in the first step, mtgrpo when the optimizer is made: both count). On
+// the CPU the ready line also has "tensor_weights_mb" and "tensor_optimizer_mb", the bytes of the
+// loaded weights and of AdamW's state.
 // cpu_s is the process's user + system time over the step: with one intra-op and one BLAS thread it
 // depends little on what else the machine runs.
 
 func bench(o options) error {
 	torch.SetNumThreads(o.threads)
+	if o.device == "cpu" {
+		torch.TrackCPUMemory()
+	}
 	m, err := model.Load(o.modelDir, model.Options{Device: o.device, DType: o.dtype})
 	if err != nil {
 		return err
@@ -167,17 +186,23 @@ func bench(o options) error {
 		torch.CUDAResetPeak(m.Device)
 		cudaBase = torch.CUDAMemoryStats(m.Device).Allocated
 	}
+	weights := torch.CPUMemoryStats().Live
 	opt, err := torch.NewAdamW(m.Parameters(), torch.AdamWConfig{LR: o.lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01})
 	if err != nil {
 		return err
 	}
 	defer opt.Close()
-	fo := model.ForwardOptions{Checkpoint: o.checkpoint, HeadMemoryBudget: o.headBudget}
+	fo := model.ForwardOptions{Checkpoint: o.checkpoint, HeadMemoryBudget: o.headBudget, Entropy: o.entropy}
 	out := json.NewEncoder(os.Stdout)
 	intra, blas := torch.Threads() // as the pools are, whatever the flags and environment asked
-	if err := out.Encode(map[string]any{"ready": true, "side": o.name, "threads": intra,
+	ready := map[string]any{"ready": true, "side": o.name, "threads": intra,
 		"openblas_threads": strconv.Itoa(blas), "tokens": b.Tokens(), "base_rss_mb": float64(base) / 1024,
-		"config": fmt.Sprintf("%s %s checkpoint=%v packed=%v head_budget=%d", o.dtype, m.Device, o.checkpoint, o.packed, o.headBudget)}); err != nil {
+		"config": fmt.Sprintf("%s %s checkpoint=%v packed=%v head_budget=%d entropy=%v", o.dtype, m.Device, o.checkpoint,
+			o.packed, o.headBudget, o.entropy)}
+	if !m.Device.IsCUDA() {
+		ready["tensor_weights_mb"], ready["tensor_optimizer_mb"] = mb(weights), mb(torch.CPUMemoryStats().Live-weights)
+	}
+	if err := out.Encode(ready); err != nil {
 		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
@@ -189,13 +214,18 @@ func bench(o options) error {
 			if m.Device.IsCUDA() {
 				a0 = torch.CUDAAllocCountsOf(m.Device)
 			}
-			loss, ph, err := step(m, b, opt, fo, m.Device)
+			loss, ph, mem, err := step(m, b, opt, fo, m.Device)
 			if err != nil {
 				return err
 			}
 			rep := map[string]any{"wall_s": time.Since(t0).Seconds(), "cpu_s": cpuSeconds() - c0,
 				"forward_s": ph[0], "backward_s": ph[1], "optimizer_s": ph[2], "loss": loss,
 				"host_syncs": torch.HostSyncs() - s0}
+			if !m.Device.IsCUDA() {
+				for k, v := range mem {
+					rep[k] = v
+				}
+			}
 			if m.Device.IsCUDA() { // the caching allocator's work in this step
 				a := torch.CUDAAllocCountsOf(m.Device).Sub(a0)
 				rep["cuda_allocs"], rep["cuda_mallocs"], rep["cuda_alloc_retries"] = a.Allocs, a.Segments, a.Retries
@@ -229,33 +259,66 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-// step is one update: gradients dropped, forward + loss, backward, AdamW. It returns the loss and
+// step is one update: gradients dropped, forward + loss, backward, AdamW. It returns the loss,
 // the seconds of the three phases (on a GPU each phase ends with a synchronisation, as
-// train_step.py's do).
-func step(m *model.Model, b *model.Batch, opt *torch.AdamW, fo model.ForwardOptions, dev torch.Device) (float64, [3]float64, error) {
+// train_step.py's do) and, on the CPU, the tensor bytes of each phase (CPUMemory: zero on a GPU).
+func step(m *model.Model, b *model.Batch, opt *torch.AdamW, fo model.ForwardOptions, dev torch.Device) (float64, [3]float64, map[string]any, error) {
 	var ph [3]float64
+	cpu := !dev.IsCUDA()
+	mem := map[string]any{}
+	phase := func(name string, c0 torch.CPUMemory) {
+		if cpu {
+			c := torch.CPUMemoryStats()
+			mem["tensor_peak_"+name+"_mb"] = mb(c.Peak)
+			mem["cpu_allocs"] = c.Allocs - c0.Allocs + toInt(mem["cpu_allocs"])
+			torch.ResetCPUPeak()
+		}
+	}
+	counts := func() torch.CPUMemory {
+		if cpu {
+			return torch.CPUMemoryStats()
+		}
+		return torch.CPUMemory{}
+	}
 	s := torch.NewScope()
 	defer s.Close()
-	t0 := time.Now()
+	if cpu {
+		torch.ResetCPUPeak()
+	}
+	c0, t0 := counts(), time.Now()
 	opt.ZeroGrad()
 	p, err := m.Train(b, fo)
 	if err != nil {
-		return 0, ph, err
+		return 0, ph, nil, err
 	}
 	scored := b.Tokens() - len(b.Seqs)
 	loss := p.LogProbs.Sum(false).DivScalar(float64(scored)).Neg()
 	lv := loss.Float()
-	t1 := time.Now()
+	if cpu {
+		mem["tensor_after_forward_mb"] = mb(torch.CPUMemoryStats().Live)
+	}
+	phase("forward", c0)
+	c1, t1 := counts(), time.Now()
 	if err := p.Backward(loss); err != nil {
-		return 0, ph, err
+		return 0, ph, nil, err
 	}
 	torch.Synchronize(dev)
-	t2 := time.Now()
+	phase("backward", c1)
+	c2, t2 := counts(), time.Now()
 	opt.Step()
 	torch.Synchronize(dev)
+	phase("optimizer", c2)
 	t3 := time.Now()
 	ph = [3]float64{t1.Sub(t0).Seconds(), t2.Sub(t1).Seconds(), t3.Sub(t2).Seconds()}
-	return lv, ph, nil
+	return lv, ph, mem, nil
+}
+
+// mb is bytes in MiB.
+func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+func toInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 // seqLens is -lens parsed, or -batch lengths of -seq.
