@@ -209,9 +209,16 @@ func (m *Model) head(b *Batch, hflat *torch.Tensor, o ForwardOptions) *Output {
 		}
 		s.Close()
 	}
-	out.LogProbs = out.LogProbs.View(int64(b.rows), int64(b.cols))
+	// The flat tensors' handles go as soon as the views exist: with a graph (Train keeping the
+	// head), the graph lives as long as the views, which Backward frees, not as long as the pass's
+	// scope (a branch backward does not take, the entropies', keeps its saved tensors).
+	lp := out.LogProbs
+	out.LogProbs = lp.View(int64(b.rows), int64(b.cols))
+	lp.Free()
 	if o.Entropy {
-		out.Entropy = out.Entropy.View(int64(b.rows), int64(b.cols))
+		ent := out.Entropy
+		out.Entropy = ent.View(int64(b.rows), int64(b.cols))
+		ent.Free()
 	}
 	return out
 }
