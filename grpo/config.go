@@ -84,9 +84,7 @@ type UpdateConfig struct {
 	MicroTokens int `yaml:"micro_tokens"`
 	// Checkpoint recomputes each decoder layer in the backward pass (gradient checkpointing).
 	Checkpoint bool `yaml:"gradient_checkpointing"`
-	// HeadMemoryBudget is the most bytes of float32 [tokens, vocabulary] logits a pass keeps
-	// whole (model.ForwardOptions.HeadMemoryBudget); past it the head runs in chunks of tokens and
-	// the backward recomputes each (TRL's and Liger's chunked losses). 0: 1 GiB; −1: always chunks.
+	// HeadMemoryBudget is model.ForwardOptions.HeadMemoryBudget (0: 1 GiB; −1: the head always in chunks).
 	HeadMemoryBudget int64 `yaml:"head_memory_budget"`
 }
 
@@ -148,14 +146,9 @@ type DAPOConfig struct {
 // CriticConfig is the PPO value model (the critic: section).
 type CriticConfig struct {
 	// LR is the critic's learning rate (critic.optim.lr), constant; 0 (the default) means
-	// CriticLRRatio × Optim.LR. verl's pair is 1e-6 for the actor and 1e-5 for the critic, tuned for
-	// 7B models; a fixed 1e-5 beside a small model's actor rate (1e-4 for the demo's 0.9M
-	// parameters) leaves the critic ten times slower than the actor instead of ten times faster.
-	// AdamW moves each weight by about LR per step, so the value head (hidden-size weights, zero at
-	// start) moves a value by at most about LR × Σ|hᵢ| per step (h the final hidden state): 4e-4
-	// per step on the demo's model (hidden 128) at 1e-5, thousands of updates to fit a multi-turn
-	// task's returns (0 to 3; docs/bench/learning.md). Deriving the rate from the actor's keeps
-	// verl's 1e-5 at verl's actor rate and scales with whatever rate a small model's recipe chose.
+	// CriticLRRatio × Optim.LR: verl's pair (actor 1e-6, critic 1e-5) at verl's actor rate, scaled
+	// with a small model's, where a fixed 1e-5 leaves the value head (zero at start, moving a value
+	// about LR × Σ|hᵢ| a step) thousands of updates from the returns (docs/bench/learning.md).
 	LR float64 `yaml:"lr"`
 	// Warmup is the critic's warmup steps: the actor is not updated before (trainer.critic_warmup).
 	Warmup int `yaml:"warmup"`
