@@ -23,10 +23,10 @@ var planCommand = command{
 	args: "[KEY=VALUE ...]",
 	summary: "Say before a run what each training rank will hold in device memory: weights, gradients, float32\n" +
 		"master weights, AdamW moments, gradient buckets, reference model, critic, KV cache, activations (with\n" +
-		"and without gradient checkpointing) and the largest logits chunk, and whether it fits the device\n" +
-		"(package grpo/memplan; docs/distributed.md). The configuration resolves as train's; of the model only\n" +
-		"config.json is read (of a Hub id only config.json is fetched into the cache). train makes the same\n" +
-		"check at start on CUDA devices.",
+		"and without gradient checkpointing), the head's logits (whole up to update.head_memory_budget, else in\n" +
+		"chunks), and whether it fits the device (package grpo/memplan; docs/distributed.md). The configuration\n" +
+		"resolves as train's; of the model only config.json is read (of a Hub id only config.json is fetched\n" +
+		"into the cache). train makes the same check at start on CUDA devices.",
 	examples: []string{
 		"mtgrpo plan --model models/qwen --config configs/multiturn_grpo_trainer.yaml --nproc 8 --device-memory 80GB",
 		"mtgrpo plan init.arch=qwen2 init.preset=qwen2.5-32b --device cuda --nproc 8 --device-memory 80GB --stages",
@@ -102,7 +102,8 @@ func planRun(cfg *config.Config, dir string, world int, device int64) (memplan.R
 	r := memplan.Run{Model: shape, DTypeBytes: int64(dt.Size()), World: max(1, world-cfg.Dist.RolloutRanks),
 		MicroTokens: cfg.Update.MicroTokens, Checkpointing: cfg.Update.Checkpoint, HeadBudget: cfg.Update.HeadMemoryBudget,
 		Slots: cfg.Slots(), Parked: cfg.ParkedSlots(), MaxLen: cfg.MaxLen(), CUDAGraphs: dev.IsCUDA() && cfg.Rollout.CUDAGraphs && cfg.PolicyLoRA() == nil,
-		Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil, Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage()}
+		Reference: g.NeedsReference() && cfg.PolicyLoRA() == nil, Critic: g.NeedsCritic(), Device: device, Stage: cfg.ZeROStage(),
+		Attention: memplan.AttentionOn(dev.IsCUDA(), int64(dt.Size()))}
 	if !dev.IsCUDA() && dt != torch.Float32 {
 		r.WireBytes = 4 // Gloo sums bfloat16 and float16 buckets in float32
 	}
@@ -243,9 +244,9 @@ func writePlanJSON(w io.Writer, r memplan.Run) error {
 		Checkpointing: r.Checkpointing, LoRA: r.LoRA != nil, Device: r.Device, Usable: p.Usable(), Fits: p.Fits(),
 		Bytes: map[string]int64{"weights": p.Weights, "adapters": p.Adapters, "grads": p.Grads, "masters": p.Masters,
 			"moments": p.Moments, "comm": p.Comm, "reference": p.Reference, "critic": p.Critic, "kv_cache": p.KVCache,
-			"cuda_graph_pool": p.GraphPool,
-			"persistent":      p.Persistent(), "activations": p.Activations, "logits": p.Logits * p.LogitsCopies,
-			"gathered": p.Gathered, "gathered_rollout": p.GatheredForRollout,
+			"cuda_graph_pool": p.GraphPool, "persistent": p.Persistent(), "activations": p.Activations,
+			"head_budget": p.HeadBudget(), "logits_tensor": p.Logits, "logits": p.Logits * p.LogitsCopies,
+			"step_grads": p.StepGrads, "gathered": p.Gathered, "gathered_rollout": p.GatheredForRollout,
 			"peak_train": p.TrainPeak(), "peak_rollout": p.RolloutPeak(), "peak": p.Peak()}}
 	b, err := json.Marshal(j)
 	if err != nil {

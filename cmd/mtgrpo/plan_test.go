@@ -173,7 +173,9 @@ func TestPlanBeyond(t *testing.T) {
 // = 57,344 bytes a token, × 8 slots × (1024 tokens + 1 scratch position) = 470,220,800; the decode
 // step's CUDA graphs over 8 slots × 152,064 vocabulary entries, S·V·(4 + 2 + 4 + 36) = 55,959,552.
 // Those alone are 122,376,044,544 bytes: more than the 72 GB usable of an 80 GB device, so it does
-// not fit.
+// not fit. The head: 4096 tokens' logits, 4096·152,064·4 = 2,491,416,576 bytes, pass the 1 GiB
+// budget, so it runs in chunks of 64 MiB / 152,064 = 441 rows, 441·152,064·4 = 268,240,896 bytes
+// each, three at once. AdamW's step casts the bfloat16 gradients to float32: P·4 again.
 func TestPlanJSON(t *testing.T) {
 	cfg := planConfig(t, "init.preset=qwen2.5-7b", "device=cuda", "rollout.slots=8", "rollout.max_len=1024",
 		"update.gradient_checkpointing=true", "update.micro_tokens=4096")
@@ -191,7 +193,8 @@ func TestPlanJSON(t *testing.T) {
 	}
 	want := map[string]int64{"weights": 15231233024, "grads": 15231233024, "masters": 30462466048,
 		"moments": 60924932096, "kv_cache": 470220800, "cuda_graph_pool": 55959552, "adapters": 0, "reference": 0,
-		"persistent": 122376044544}
+		"persistent": 122376044544, "head_budget": 1 << 30, "logits_tensor": 268240896, "logits": 3 * 268240896,
+		"step_grads": 30462466048}
 	for k, v := range want {
 		if j.Bytes[k] != v {
 			t.Errorf("bytes[%s] = %d, want %d", k, j.Bytes[k], v)

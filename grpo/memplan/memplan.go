@@ -26,6 +26,27 @@ func (s Stage) String() string {
 	return fmt.Sprintf("stage(%d)", int(s))
 }
 
+// Attention is the attention kernel a training pass runs, which decides what it keeps for the
+// backward (activations.go).
+type Attention int
+
+const (
+	AttentionMath     Attention = iota // the CPU's: k and v repeated to every head, the [heads, len] probabilities kept
+	AttentionFlash                     // CUDA in bfloat16/float16: grouped heads read in place, no probabilities
+	AttentionExpanded                  // CUDA in float32: the memory-efficient kernel, k and v repeated
+)
+
+// AttentionOn is the kernel a run on CUDA (or not) with weights of d bytes gets (torch's sdpa).
+func AttentionOn(cuda bool, d int64) Attention {
+	switch {
+	case !cuda:
+		return AttentionMath
+	case d < 4:
+		return AttentionFlash
+	}
+	return AttentionExpanded
+}
+
 // Defaults that a zero field of Run selects; they are the code's own defaults
 // (torch.DefaultBucketBytes, model.DefaultHeadMemoryBudget and the head's recompute chunk).
 const (
@@ -66,7 +87,8 @@ type Run struct {
 	MicroTokens int
 	// Checkpointing is update.gradient_checkpointing.
 	Checkpointing bool
-	// Slots and MaxLen size the rollout engine's KV cache (rollout.slots, rollout.max_len).
+	// Slots and MaxLen size the rollout engine's KV cache (rollout.slots, rollout.max_len);
+	// MaxLen also bounds a trained sequence's length (the math attention's probabilities).
 	Slots, MaxLen int
 	// Parked is the KV slots beside Slots that keep finished agent calls' caches for their
 	// conversation's next call (env.agent.cache_slots): as large as the engine's own.
@@ -74,6 +96,8 @@ type Run struct {
 	// CUDAGraphs: the decode step is replayed from CUDA graphs (a CUDA device with
 	// rollout.cuda_graphs), which hold a memory pool all run.
 	CUDAGraphs bool
+	// Attention is the training pass's attention kernel (AttentionOn).
+	Attention Attention
 	// HeadBudget is the most bytes of float32 logits a pass keeps (update.head_memory_budget; 0:
 	// DefaultHeadBudget, −1: none, the head always in chunks).
 	HeadBudget int64
@@ -107,11 +131,14 @@ type Plan struct {
 	KVCache       int64 // the rollout engine's K and V
 	GraphPool     int64 // the decode step's static buffers and its CUDA graphs' memory pool (estimate)
 	// Transient, during one training pass.
-	Activations        int64 // the activations kept for backward, as configured (estimate)
-	ActivationsPlain   int64 // ... without gradient checkpointing
-	ActivationsCkpt    int64 // ... with it
-	Logits             int64 // the largest float32 [tokens, vocab] tensor of the head
-	LogitsCopies       int64 // how many of them exist at once in the head's backward
+	Activations      int64 // the activations kept for backward, as configured (estimate)
+	ActivationsPlain int64 // ... without gradient checkpointing
+	ActivationsCkpt  int64 // ... with it
+	Logits           int64 // the largest float32 [tokens, vocab] tensor of the head
+	LogitsCopies     int64 // how many of them exist at once at the pass's peak
+	// StepGrads is the float32 copy of bfloat16/float16 gradients that AdamW's step takes for
+	// the masters (after the pass: the activations are gone by then).
+	StepGrads          int64
 	Gathered           int64 // ZeRO-3: the gathered weights (the units in flight in training, the model in rollout)
 	GatheredForRollout int64
 }
@@ -121,10 +148,11 @@ func (p Plan) Persistent() int64 {
 	return add(p.Weights, p.Adapters, p.Grads, p.Masters, p.Moments, p.Comm, p.Reference, p.Critic, p.KVCache, p.GraphPool)
 }
 
-// TrainPeak is the most a rank holds while training: the persistent part, a pass's activations
-// and the head's logits.
+// TrainPeak is the most a rank holds while training: the persistent part with a pass's
+// activations, the head's logits and the gathered weights, or with the optimizer step's float32
+// gradients, whichever is more.
 func (p Plan) TrainPeak() int64 {
-	return add(p.Persistent(), p.Activations, mul(p.LogitsCopies, p.Logits), p.Gathered)
+	return add(p.Persistent(), max(add(p.Activations, mul(p.LogitsCopies, p.Logits), p.Gathered), p.StepGrads))
 }
 
 // RolloutPeak is the most a rank holds while generating (ZeRO-3 gathers a whole copy for it).
@@ -171,7 +199,7 @@ func (r Run) Validate() error {
 		return fmt.Errorf("memplan: world size %d, want >= 1", r.World)
 	case r.Stage < StageDP || r.Stage > StageZeRO3:
 		return fmt.Errorf("memplan: ZeRO stage %d, want 0 to 3", int(r.Stage))
-	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < -1 || r.Device < 0 || r.WireBytes < 0:
+	case r.MicroTokens < 0 || r.Slots < 0 || r.Parked < 0 || r.MaxLen < 0 || r.BucketBytes < 0 || r.HeadBudget < -1 || r.Attention < AttentionMath || r.Attention > AttentionExpanded || r.Device < 0 || r.WireBytes < 0:
 		return fmt.Errorf("memplan: negative setting in %+v", r)
 	case r.LoRA != nil && (r.LoRA.PerLayer <= 0 || r.Stage == StageZeRO3 || r.Reference):
 		return fmt.Errorf("memplan: LoRA with %d adapter elements per layer, stage %d, reference %v: want > 0 elements, "+

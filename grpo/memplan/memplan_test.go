@@ -103,16 +103,19 @@ func TestPredictTransientAndExtras(t *testing.T) {
 	p := predict(t, r, 0)
 	// KV cache: 2 (K, V) · 2 layers · 3 slots · 1 KV head · (5 + 1 scratch) positions · head_dim 2 ·
 	// 2 bytes = 288.
-	// Activations, T = 6 tokens: A = 4·4 + 3·4 + 4·2 + 4·8 = 68 elements a token and layer;
-	// plain 6·2·(2·68 + 2·4) = 1728, checkpointed 6·2·(2·4 + 68 + 2·4) = 1008.
-	// Logits: 6·10·4 = 240 bytes, within the 1 GiB budget: kept, three at once.
+	// Activations, T = 6 tokens, bf16 (d = 2), the CPU's math attention over MaxLen 5: a token
+	// and layer keeps, in bytes, the input 4·2 = 8, the norms' outputs 2·2·4·2 = 32 and float32
+	// inputs 2·4·4 = 32 (72); attention 4·q·d = 4·4·2 = 32 and probabilities heads·len·d =
+	// 2·5·2 = 20 (52); the MLP 4·8·2 = 64: A = 188; besides the layers (h + 2·head_dim)·d = 16.
+	// Plain 6·(2·188 + 16) = 2352, checkpointed 6·(2·4·2 + 188 + 16) = 1320.
+	// Logits: 6·10·4 = 240 bytes, within the 1 GiB budget: kept, four at once.
 	// Reference: 356·2 = 712. Critic: head 4 + 1 = 5 float32; weights and gradients
 	// 2·(712 + 20) = 1464, moments 2·361·4 = 2888, masters 1424, buckets 356·4 + 20 = 1444: 7220.
 	// ZeRO-3 gathers in training what ZeRO-2 has in flight: the tied embedding and a layer (356 −
 	// 40 − 4)/2 = 156, (40 + 156)·2 = 392; a whole copy for generation, 712.
 	want := map[string][2]int64{
-		"kv": {p.KVCache, 288}, "plain": {p.ActivationsPlain, 1728}, "ckpt": {p.ActivationsCkpt, 1008},
-		"activations": {p.Activations, 1008}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 3},
+		"kv": {p.KVCache, 288}, "plain": {p.ActivationsPlain, 2352}, "ckpt": {p.ActivationsCkpt, 1320},
+		"activations": {p.Activations, 1320}, "logits": {p.Logits, 240}, "copies": {p.LogitsCopies, 4},
 		"reference": {p.Reference, 712}, "critic": {p.Critic, 7220}, "gathered": {p.Gathered, 0},
 	}
 	// Two parked slots of agent calls beside the 3: 288·5/3 = 480.
@@ -141,15 +144,16 @@ func TestPredictTransientAndExtras(t *testing.T) {
 func TestFits(t *testing.T) {
 	r := tinyRun()
 	// Rank 0 of ZeRO-1: persistent 712 + 1188 + 476 + 952 + 60 + KV 288 = 3676; training peak
-	// 3676 + 1008 (checkpointed) + 3·240 (logits) = 5404; rollout peak 3676.
+	// 3676 + 1320 (checkpointed) + 4·240 (logits) = 5956 (the shards are float32: the step casts
+	// nothing); rollout peak 3676.
 	p := predict(t, r, 0)
-	if p.Persistent() != 3676 || p.Peak() != 5404 {
-		t.Fatalf("persistent %d, peak %d, want 3676 and 5404", p.Persistent(), p.Peak())
+	if p.Persistent() != 3676 || p.Peak() != 5956 || p.StepGrads != 0 {
+		t.Fatalf("persistent %d, peak %d, step's gradients %d, want 3676, 5956 and 0", p.Persistent(), p.Peak(), p.StepGrads)
 	}
 	for _, c := range []struct {
 		device int64
 		fits   bool
-	}{{0, true}, {10000, true}, {6004, false}, {6005, true}} { // usable: 90 %; 6005·0.9 = 5404.5
+	}{{0, true}, {10000, true}, {6617, false}, {6618, true}} { // usable: 90 %; 6618·0.9 = 5956.2
 		r.Device = c.device
 		p := predict(t, r, 0)
 		if p.Fits() != c.fits || (p.Check() == nil) != c.fits {
@@ -203,9 +207,43 @@ func TestWriteTable(t *testing.T) {
 	if err := WriteTable(&b, []string{"zero1"}, []Plan{predict(t, r, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"master weights (fp32)", "476 B", "= peak, training", "5.28 KiB", "decode step: CUDA graph pool", "fits"} {
+	for _, want := range []string{"master weights (fp32)", "476 B", "head: whole logits up to (budget)", "1.00 GiB", "head: logits at the pass's peak", "960 B", "= peak, training", "5.82 KiB", "decode step: CUDA graph pool", "fits"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The attention kernels keep different tensors (activations.go); T = 6 tokens of tinyModel.
+// Flash in bf16: attention (3·4 + 2·2)·2 = 32 and the log-sum-exp 2·4 = 8 (40), beside the norms'
+// 72 and the MLP's 64: A = 176, plain 6·(2·176 + 16) = 2208. Expanded in float32: norms
+// 5·4·4 + 4·4 = 96 (the first norm's float32 input is the layer's own), attention 5·4·4 + 8 = 88,
+// MLP 4·8·4 = 128: A = 312, besides the layers (4 + 4)·4 = 32, plain 6·(2·312 + 32) = 3936.
+// One process in bf16 casts its gradients to float32 for the step: 356·4 = 1424, less than the
+// pass's 2208 + 4·240. Budget −1: the head in chunks, min(6, 64 Mi/10) = 6 rows, three at once.
+func TestActivationsByKernel(t *testing.T) {
+	r := tinyRun()
+	r.World, r.Checkpointing, r.Attention = 1, false, AttentionFlash
+	p := predict(t, r, 0)
+	if p.ActivationsPlain != 2208 || p.StepGrads != 1424 || p.TrainPeak() != p.Persistent()+2208+4*240 {
+		t.Errorf("flash: plain %d, step %d, peak %d; want 2208, 1424, %d", p.ActivationsPlain, p.StepGrads, p.TrainPeak(),
+			p.Persistent()+2208+4*240)
+	}
+	r.DTypeBytes, r.Attention = 4, AttentionExpanded
+	if p := predict(t, r, 0); p.ActivationsPlain != 3936 || p.StepGrads != 0 {
+		t.Errorf("expanded: plain %d, step %d; want 3936, 0", p.ActivationsPlain, p.StepGrads)
+	}
+	r.HeadBudget = -1
+	if p := predict(t, r, 0); p.Logits != 240 || p.LogitsCopies != 3 {
+		t.Errorf("chunked head: %d × %d, want 3 × 240", p.LogitsCopies, p.Logits)
+	}
+	for _, a := range []Attention{AttentionMath, AttentionFlash, AttentionExpanded} {
+		if got := AttentionOn(a != AttentionMath, map[Attention]int64{AttentionMath: 4, AttentionFlash: 2, AttentionExpanded: 4}[a]); got != a {
+			t.Errorf("AttentionOn for %d: %d", a, got)
+		}
+	}
+	r.HeadBudget = -2
+	if _, err := Predict(r, 0); err == nil {
+		t.Error("head budget −2: no error")
 	}
 }

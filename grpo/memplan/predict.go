@@ -6,9 +6,11 @@ package memplan
 // The persistent categories count what the code allocates, element for element (P is
 // Model.Params, d DTypeBytes, W World, B BucketBytes):
 //
-//	stage 0     weights P·d, gradients P·d, masters P·4 (d = 2 only), moments 2·P·4 (torch.AdamW:
+//	stage 0     weights P·d, gradients P·d (one process: persistent flat buffers,
+//	            torch.GradBuffers), masters P·4 (d = 2 only), moments 2·P·4 (torch.AdamW:
 //	            float32 for float32 and for mixed-precision weights), buckets P·wire when W > 1
-//	            (torch.GradBuckets: one flat buffer per bucket, covering every parameter)
+//	            (torch.GradBuckets: one flat buffer per bucket, covering every parameter); the
+//	            step casts the gradients of d = 2 weights to float32 for the masters (P·4, at once)
 //	stage 1     grpo/shard's sharded AdamW: the flat space of P elements cut into W shards of S = ⌈P/W⌉
 //	            (the last one padded); weights P·d, gradients P·d (the backward's, dropped after the
 //	            reduce-scatter) plus the float32 gradient shard S·4, masters S·4 (padded, also for
@@ -58,7 +60,7 @@ func Predict(r Run, rank int) (Plan, error) {
 	case stage == StageDP:
 		p.Weights, p.Grads, p.Moments = mul(P, d), mul(P, d), mul(2, P, 4)
 		if d < 4 {
-			p.Masters = mul(P, 4)
+			p.Masters, p.StepGrads = mul(P, 4), mul(P, 4)
 		}
 		if w > 1 {
 			p.Comm = mul(P, r.WireBytes)
@@ -108,7 +110,7 @@ func Predict(r Run, rank int) (Plan, error) {
 	if r.CUDAGraphs {
 		p.GraphPool = graphPool(m, d, int64(r.Slots)+int64(r.Parked))
 	}
-	p.ActivationsPlain, p.ActivationsCkpt = activations(m, d, int64(r.MicroTokens))
+	p.ActivationsPlain, p.ActivationsCkpt = activations(r, int64(r.MicroTokens))
 	p.Activations = p.ActivationsPlain
 	if r.Checkpointing {
 		p.Activations = p.ActivationsCkpt

@@ -137,7 +137,8 @@ PLAN_ROWS = [("weights", "weights"), ("adapters", "LoRA adapters (fp32)"), ("gra
              ("masters", "master weights (fp32)"), ("moments", "AdamW moments (fp32)"),
              ("comm", "gradient buckets"), ("reference", "reference model"), ("kv_cache", "KV cache"),
              ("cuda_graph_pool", "decode step: CUDA graph pool (est.)"), ("persistent", "= persistent"), ("activations", "activations (as configured)"),
-             ("logits", "logits (fp32, all copies)"), ("peak_rollout", "= peak, rollout"),
+             ("head_budget", "head: whole logits up to (budget)"), ("logits_tensor", "head: largest logits tensor (fp32)"),
+             ("logits", "head: logits at the pass's peak"), ("step_grads", "AdamW step's fp32 gradients"), ("peak_rollout", "= peak, rollout"),
              ("peak_train", "= peak, training"), ("peak", "= peak")]
 
 
