@@ -24,7 +24,7 @@
 # Prints one line per run: the process's peak RSS (VmHWM), its growth over the RSS after loading
 # the model, and the tensors' own bytes (torch.TrackCPUMemory): the weights, AdamW's state, what
 # the forward pass leaves for the backward, and each phase's peak. Raw replies go to
-# build/bench_head/raw.jsonl. The kept side at 16,384 tokens needs about 50 GB of memory.
+# build/bench_head/raw.jsonl. The kept side at 16,384 tokens needs about 40 GB of memory.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=${SIZES:-16x1024}
