@@ -24,7 +24,8 @@
 #              decode steps replayed from CUDA graphs (the default): alone (and alone without
 #              graphs: rollout.cuda_graphs=false, the step time graphs save), then under torchrun at
 #              world size 1 (the process group over NCCL), then with ZeRO-1 too: time per phase,
-#              peak CUDA memory, the graphs' pool, sampler/trainer log-prob difference
+#              peak CUDA memory against the memory plan's, the graphs' pool, sampler/trainer
+#              log-prob difference, the single process's update time over the data-parallel one's
 #   4 decode   decode throughput at batch 1, 16 and 64 (prompt 128, 64 new tokens, greedy): the
 #              engine with CUDA graphs and without (its static step run eagerly), the same model in
 #              plain PyTorch, transformers' generate(); the fraction of the memory-bandwidth bound
@@ -167,7 +168,8 @@ part_tests() {
 }
 
 # train_run NAME ARGS...: `mtgrpo train` for TRAIN_STEPS steps into $OUT/train-NAME, then its last
-# and first steps' figures.
+# and first steps' figures. In part train, the run's memory plan first (`mtgrpo plan --json` of the
+# same settings, into OUTDIR/train-NAME-plan.json: summary.py train sets it beside the peak).
 # TRAIN_MODEL (default OUTDIR/model) is the model, TRAIN_PART (default train) the part its figures
 # are recorded under.
 train_run() {
@@ -175,11 +177,15 @@ train_run() {
   shift
   local run=$OUT/$part-$name
   rm -rf "$run"
-  "$@" train --model "${TRAIN_MODEL:-$OUT/model}" --device "$GR_DEVICE" --dtype bfloat16 --run-dir "$run" --seed 1 \
-    --steps "$GR_TRAIN_STEPS" --batch-size "$GR_TRAIN_TASKS" --group "$GR_TRAIN_GROUP" \
-    --set env.name=calc_mult --set env.digits=2 --set rollout.max_new_tokens="$GR_TRAIN_NEW" \
-    --set rollout.max_turns=2 --set data.val_size=4 --set train.export=false --set train.report=false \
-    --set train.samples=0 "${TRAIN_EXTRA[@]}" >"$run.txt" 2>&1 || { tail -20 "$run.txt"; return 1; }
+  local settings=(--model "${TRAIN_MODEL:-$OUT/model}" --device "$GR_DEVICE" --dtype bfloat16 --run-dir "$run" --seed 1
+    --steps "$GR_TRAIN_STEPS" --batch-size "$GR_TRAIN_TASKS" --group "$GR_TRAIN_GROUP"
+    --set env.name=calc_mult --set env.digits=2 --set rollout.max_new_tokens="$GR_TRAIN_NEW"
+    --set rollout.max_turns=2 --set data.val_size=4 --set train.export=false --set train.report=false
+    --set train.samples=0 "${TRAIN_EXTRA[@]}")
+  if [ "$part" = train ]; then
+    "$BIN/mtgrpo" plan "${settings[@]}" --json >"$run-plan.json" || { echo "$part $name: mtgrpo plan failed"; return 1; }
+  fi
+  "$@" train "${settings[@]}" >"$run.txt" 2>&1 || { tail -20 "$run.txt"; return 1; }
   python_cmd - "$run/metrics.jsonl" "$name" "$part" >>"$OUT/results.jsonl" <<'PY'
 import json, sys
 path, name, part = sys.argv[1:4]
@@ -430,7 +436,7 @@ run_part() {
   # The figures of decode, update and 7b are summarised from the raw files whatever the part's fate,
   # so that a part stopped at its limit still gives what it measured.
   case $name in
-    decode | update | 7b) python_cmd scripts/gpu/summary.py "$name" "$OUT" >>"$OUT/results.jsonl" 2>>"$OUT/$name.log" || status=1 ;;
+    train | decode | update | 7b) python_cmd scripts/gpu/summary.py "$name" "$OUT" >>"$OUT/results.jsonl" 2>>"$OUT/$name.log" || status=1 ;;
   esac
   echo "gpu/run: $name $verdict in $(($(date +%s) - t0)) s"
 }

@@ -6,6 +6,9 @@
                           engine's CUDA graphs (capture time, pool size, tokens equal to eager)
   summary.py update OUT   update-raw.jsonl (interleave.py's replies) -> result lines: median step
                           time and phases of each side, tokens/s, peak CUDA memory, the ratio
+  summary.py train OUT    results.jsonl + train-RUN-plan.json -> result lines: each run's plan, its
+                          measured peak over the plan's, the single process's update time over
+                          the data-parallel one's
   summary.py plan OUT RUN 7b-RUN-plan.json (mtgrpo plan --json) -> result lines: the plan of part
                           7b's RUN by category, in GiB
   summary.py 7b OUT       results.jsonl -> OUT/7b.md (part 7b's tables) and result lines: each
@@ -131,6 +134,29 @@ def update(out):
             line("update", f"mtgrpo_over_{ref}.step_time", round(a / b, 3), "x")
 
 
+def train(out):
+    """Part train's figures beside each other: each run's plan (train-RUN-plan.json) and its
+    measured peak over the plan's (the CUDA allocator's peak over the last step, rollout and
+    update, against the plan's larger phase; on the CPU no peak is measured), and the single
+    process's update time over the data-parallel one's at world size 1."""
+    got = results(out)
+    g = lambda k: got.get(("train", k))
+    for run in ("single", "eager", "dp", "zero1"):
+        path = os.path.join(out, f"train-{run}-plan.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            p = json.load(f)["bytes"]
+        for k in ("activations", "logits", "step_grads", "peak_rollout", "peak_train", "peak"):
+            line("train", f"{run}.plan.{k}_gib", round(p[k] / GIB, 3), "GiB")
+        peak = g(f"{run}.last.perf/max_memory_allocated_gb")
+        if peak is not None and p["peak"]:
+            line("train", f"{run}.peak_allocated_over_plan", round(peak * GIB / p["peak"], 3), "x")
+    a, b = g("single.last.timing_s/update_actor"), g("dp.last.timing_s/update_actor")
+    if a is not None and b:
+        line("train", "single_over_dp.update_actor", round(a / b, 3), "x")
+
+
 GIB = 2**30
 # The plan's categories (mtgrpo plan --json's "bytes") in the order of its table, and their labels.
 PLAN_ROWS = [("weights", "weights"), ("adapters", "LoRA adapters (fp32)"), ("grads", "gradients"),
@@ -212,7 +238,8 @@ EXPECTED = [("shim", "status", "ok"), ("tests", "status", "ok"), ("train", "stat
     ("decode", f"{side}.batch1.tokens_per_s", None) for side in ("mtgrpo", "mtgrpo_eager", "pytorch")] + [
     ("decode", "mtgrpo_eager.batch1.tokens_equal", True)] + [
     ("update", f"{side}.step_s", None) for side in ("mtgrpo", "pytorch")] + [
-    ("update", "mtgrpo_over_pytorch.step_time", None), ("7b", "status", "ok")] + [
+    ("update", "mtgrpo_over_pytorch.step_time", None), ("train", "single.plan.peak_gib", None),
+    ("train", "single_over_dp.update_actor", None), ("7b", "status", "ok")] + [
     ("7b", f"{run}.{k}", None) for run in ("full", "lora") for k in ("run", "plan.peak_gib", "plan.fits")]
 # Part 7b's figures of a run that ran (a run that no candidate fits has only its plan).
 EXPECTED_7B_RAN = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/update_actor", "perf/throughput",
@@ -226,6 +253,8 @@ def check(out, parts="shim,tests,train,decode,update"):
     if "7b" in parts:
         want += [("7b", f"{run}.last.{k}", None) for run in ("full", "lora")
                  if got.get(("7b", f"{run}.run")) == "ran" for k in EXPECTED_7B_RAN]
+    if "update" in parts and not any(("update", f"mtgrpo_over_pytorch_{a}.step_time") in got for a in ("fused", "foreach")):
+        want.append(("update", "mtgrpo_over_pytorch_fused.step_time", None))  # nor foreach where PyTorch has no fused one
     bad = [f"{p} {k}" + (f" = {got.get((p, k))!r}, want {v!r}" if (p, k) in got else " missing")
            for p, k, v in want if (p, k) not in got or (v is not None and got[p, k] != v)]
     if bad:
@@ -251,7 +280,7 @@ def table(out):
 
 
 if __name__ == "__main__":
-    cmds = {"decode": decode, "update": update, "table": table, "check": check, "plan": plan, "7b": part7b}
+    cmds = {"decode": decode, "update": update, "train": train, "table": table, "check": check, "plan": plan, "7b": part7b}
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in cmds:
-        raise SystemExit("usage: summary.py decode|update|table|7b OUT | check OUT [PARTS] | plan OUT RUN")
+        raise SystemExit("usage: summary.py train|decode|update|table|7b OUT | check OUT [PARTS] | plan OUT RUN")
     cmds[sys.argv[1]](*sys.argv[2:])
