@@ -120,6 +120,17 @@ func TestLogProbsMatchFullLogits(t *testing.T) {
 	})
 }
 
+// tokenWeights is a per-token weight in b's layout on dev, so that every position matters
+// differently to a loss: w[r, c] = 1 + (r·cols + c) mod 3.
+func tokenWeights(b *Batch, dev torch.Device) *torch.Tensor {
+	rows, cols := b.Shape()
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(1 + i%3)
+	}
+	return torch.FromSlice(w, int64(rows), int64(cols)).ToDevice(dev)
+}
+
 // gradsOf runs Train on b with o, backpropagates a loss that uses log-probs and entropies, and
 // returns every parameter's gradient (name → values) and the loss.
 func gradsOf(t *testing.T, m *Model, b *Batch, o ForwardOptions) (map[string][]float32, float64) {
@@ -129,13 +140,7 @@ func gradsOf(t *testing.T, m *Model, b *Batch, o ForwardOptions) (map[string][]f
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, cols := b.Shape()
-	// A per-token weight so that every position matters differently: w[r, c] = 1 + (r·cols + c) mod 3.
-	w := make([]float32, rows*cols)
-	for i := range w {
-		w[i] = float32(1 + i%3)
-	}
-	wt := torch.FromSlice(w, int64(rows), int64(cols)).ToDevice(m.Device)
+	wt := tokenWeights(b, m.Device)
 	loss := p.LogProbs.Mul(wt).Sum(false).Neg()
 	if p.Entropy != nil {
 		loss = loss.Add(p.Entropy.Sum(false).MulScalar(0.05))

@@ -272,12 +272,7 @@ func headRun(t *testing.T, m *Model, b *Batch, o ForwardOptions, bonus float64, 
 	if (p.kept != nil) != keep {
 		t.Fatalf("head kept %v, want %v", p.kept != nil, keep)
 	}
-	rows, cols := b.Shape()
-	w := make([]float32, rows*cols)
-	for i := range w {
-		w[i] = float32(1 + i%3)
-	}
-	wt := torch.FromSlice(w, int64(rows), int64(cols)).ToDevice(m.Device)
+	wt := tokenWeights(b, m.Device)
 	loss := p.LogProbs.Mul(wt).Sum(false).Neg()
 	if bonus != 0 {
 		loss = loss.Add(p.Entropy.Mul(wt).Sum(false).MulScalar(bonus))
