@@ -185,3 +185,26 @@ func seqLogits(t *testing.T, m *Model, seq []int32) []float32 {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// adamWStep moves every weight of m by one AdamW step (lr 0.05) on the summed negative log-probs
+// of seqs: a large, dense change for the tests whose caches must follow the weights.
+func adamWStep(m *Model, seqs [][]int32) error {
+	opt, err := torch.NewAdamW(m.Parameters(), torch.AdamWConfig{LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+	if err != nil {
+		return err
+	}
+	defer opt.Close()
+	b, err := NewBatch(seqs, false)
+	if err != nil {
+		return err
+	}
+	p, err := m.Train(b, ForwardOptions{})
+	if err != nil {
+		return err
+	}
+	if err := p.Backward(p.LogProbs.Sum(false).Neg()); err != nil {
+		return err
+	}
+	opt.Step()
+	return nil
+}
