@@ -18,24 +18,10 @@ func TestForeignCommandLine(t *testing.T) {
 	top := "hydra:\n  searchpath: [file://verl/trainer/config]\ndefaults:\n  - ppo_trainer\n  - base\n  - _self_\ndata:\n  train_batch_size: 6\n"
 	os.WriteFile(filepath.Join(dir, "base.yaml"), []byte(base), 0o644)
 	os.WriteFile(filepath.Join(dir, "ppo_multiturn.yaml"), []byte(top), 0o644)
-	fs := trainCommand.flags()
-	rf := newRunFlags(fs, commonKeys)
-	err := rf.parse(trainCommand, []string{"--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
+	c := resolveTrainArgs(t, "--config-path", dir, "--config-name=ppo_multiturn", "--model", "m",
 		"--train_cfgs.multi_turn", "false", "--actor_rollout_ref.rollout.temperature=0.5",
 		"+trainer.total_epochs=2", `data.train_files=['a.parquet']`, "--critic_lr", "3e-5", "--learning_rate", "2e-6", "--bf16", "max_turns=4",
-		"--use_peft", "--lora_target_modules", "q_proj", "up_proj", "--lora_r", "8"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := rf.sources("train")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.LookupEnv = func(string) (string, bool) { return "", false }
-	c, err := config.Resolve(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--use_peft", "--lora_target_modules", "q_proj", "up_proj", "--lora_r", "8")
 	if c.Rollout.GroupSize != 3 || c.Rollout.Tasks != 6 || c.Rollout.MaxTurns != 4 || c.Rollout.Sampling.Temperature != 0.5 ||
 		c.Train.Epochs != 2 || c.Data.Train.String() != "a.parquet" || c.Model != "m" || c.Critic.LR != 3e-5 ||
 		c.Optim.LR != 2e-6 || c.DType != "bfloat16" {
@@ -75,12 +61,22 @@ func TestBadKeysExitTwo(t *testing.T) {
 // OpenRLHF's flags as its scripts write them: two-valued flags, switches given alone, a negative
 // value, and --gamma as OpenRLHF's discount (not align-anything's PPO).
 func TestOpenRLHFCommandLine(t *testing.T) {
-	fs := trainCommand.flags()
-	rf := newRunFlags(fs, commonKeys)
-	err := rf.parse(trainCommand, []string{"--pretrain", "m", "--gamma", "0.99", "--use_kl_loss", "--kl_estimator", "k3",
+	c := resolveTrainArgs(t, "--pretrain", "m", "--gamma", "0.99", "--use_kl_loss", "--kl_estimator", "k3",
 		"--advantage_estimator", "group_norm", "--dynamic_filtering", "--dynamic_filtering_reward_range", "0", "1",
-		"--eps_clip_low_high", "0.2", "0.3", "--save_steps", "-1", "--bf16", "--n_samples_per_prompt", "8", "--rollout_batch_size", "16"})
-	if err != nil {
+		"--eps_clip_low_high", "0.2", "0.3", "--save_steps", "-1", "--bf16", "--n_samples_per_prompt", "8", "--rollout_batch_size", "16")
+	if c.Model != "m" || c.Advantage.Estimator != "grpo" || c.Advantage.GAE.Gamma != 0.99 || !c.DAPO.DynamicSampling || c.Loss.ClipLow != 0.2 ||
+		c.Loss.ClipHigh != 0.3 || c.Train.CheckpointEvery != 0 || c.DType != "bfloat16" || c.Loss.KLKind != "k3" || c.Rollout.Tasks != 16 {
+		t.Errorf("model %q estimator %s gamma %v dynamic %v clip %v/%v checkpoints %d dtype %s kl %s tasks %d", c.Model, c.Advantage.Estimator,
+			c.Advantage.GAE.Gamma, c.DAPO.DynamicSampling, c.Loss.ClipLow, c.Loss.ClipHigh, c.Train.CheckpointEvery, c.DType, c.Loss.KLKind, c.Rollout.Tasks)
+	}
+}
+
+// resolveTrainArgs resolves `mtgrpo train ARGS` as the command does, with no environment
+// variable set.
+func resolveTrainArgs(t *testing.T, args ...string) *config.Config {
+	t.Helper()
+	rf := newRunFlags(trainCommand.flags(), commonKeys)
+	if err := rf.parse(trainCommand, args); err != nil {
 		t.Fatal(err)
 	}
 	src, err := rf.sources("train")
@@ -92,9 +88,5 @@ func TestOpenRLHFCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Model != "m" || c.Advantage.Estimator != "grpo" || c.Advantage.GAE.Gamma != 0.99 || !c.DAPO.DynamicSampling || c.Loss.ClipLow != 0.2 ||
-		c.Loss.ClipHigh != 0.3 || c.Train.CheckpointEvery != 0 || c.DType != "bfloat16" || c.Loss.KLKind != "k3" || c.Rollout.Tasks != 16 {
-		t.Errorf("model %q estimator %s gamma %v dynamic %v clip %v/%v checkpoints %d dtype %s kl %s tasks %d", c.Model, c.Advantage.Estimator,
-			c.Advantage.GAE.Gamma, c.DAPO.DynamicSampling, c.Loss.ClipLow, c.Loss.ClipHigh, c.Train.CheckpointEvery, c.DType, c.Loss.KLKind, c.Rollout.Tasks)
-	}
+	return c
 }
