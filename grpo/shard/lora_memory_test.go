@@ -2,10 +2,7 @@ package shard
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/mtgrpo/mtgrpo/grpo/memplan"
 	"github.com/mtgrpo/mtgrpo/internal/ranks"
@@ -29,45 +26,13 @@ func TestLoRAMemoryGloo(t *testing.T) {
 	}
 	ranks.RequireGloo(t)
 	for _, world := range []int{1, 2} {
-		errs, outs := ranks.Run(t, "TestLoRAMemoryWorker", world, 60*time.Second, loraMemWorkerEnv+"=1")
-		for r, err := range errs {
-			if err != nil || !strings.Contains(outs[r], fmt.Sprintf("lora memory worker rank %d ok", r)) {
-				t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
-			}
-		}
+		runMemoryRanks(t, "TestLoRAMemoryWorker", loraMemWorkerEnv, "lora memory worker", world)
 	}
 }
 
 // TestLoRAMemoryWorker is one rank of TestLoRAMemoryGloo (it skips unless started by it).
 func TestLoRAMemoryWorker(t *testing.T) {
-	if os.Getenv(loraMemWorkerEnv) == "" {
-		t.Skip("a rank of TestLoRAMemoryGloo")
-	}
-	cfg, err := torch.DistConfigFromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 30 * time.Second
-	var pg *torch.ProcessGroup
-	if cfg.WorldSize > 1 {
-		if pg, err = torch.NewProcessGroup(cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err = torch.Run(func() error {
-		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
-			for st := memplan.StageDP; st <= memplan.StageZeRO2; st++ {
-				checkLoRAMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, st)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !t.Failed() {
-		fmt.Printf("lora memory worker rank %d ok\n", cfg.Rank)
-	}
+	memoryRank(t, loraMemWorkerEnv, "lora memory worker", memplan.StageZeRO2, checkLoRAMemory)
 }
 
 // checkLoRAMemory measures one configuration on this rank and compares it with the prediction.

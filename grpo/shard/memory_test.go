@@ -28,25 +28,34 @@ func TestMemoryModelGloo(t *testing.T) {
 	}
 	ranks.RequireGloo(t)
 	for _, world := range []int{1, 2, 4} {
-		runMemoryRanks(t, world, 60*time.Second)
-	}
-}
-
-// runMemoryRanks runs TestMemoryWorker in world processes and checks that each says ok.
-func runMemoryRanks(t *testing.T, world int, timeout time.Duration) {
-	t.Helper()
-	errs, outs := ranks.Run(t, "TestMemoryWorker", world, timeout, memWorkerEnv+"=1")
-	for r, err := range errs {
-		if err != nil || !strings.Contains(outs[r], fmt.Sprintf("memory worker rank %d ok", r)) {
-			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
-		}
+		runMemoryRanks(t, "TestMemoryWorker", memWorkerEnv, "memory worker", world)
 	}
 }
 
 // TestMemoryWorker is one rank of TestMemoryModelGloo (it skips unless started by it).
 func TestMemoryWorker(t *testing.T) {
-	if os.Getenv(memWorkerEnv) == "" {
-		t.Skip("a rank of TestMemoryModelGloo")
+	memoryRank(t, memWorkerEnv, "memory worker", memplan.StageZeRO3, checkRankMemory)
+}
+
+// runMemoryRanks runs the test worker in world processes (env set) and checks that each rank
+// printed "what rank R ok".
+func runMemoryRanks(t *testing.T, worker, env, what string, world int) {
+	t.Helper()
+	errs, outs := ranks.Run(t, worker, world, 60*time.Second, env+"=1")
+	for r, err := range errs {
+		if err != nil || !strings.Contains(outs[r], fmt.Sprintf("%s rank %d ok", what, r)) {
+			t.Errorf("world %d, rank %d: %v\n%s", world, r, err, outs[r])
+		}
+	}
+}
+
+// memoryRank is the body of a memory test's rank (it skips unless env is set): it joins the
+// process group (none in a world of one, as `mtgrpo train` runs), runs check for each dtype and
+// every stage up to last, and prints "what rank R ok" when every check passed.
+func memoryRank(t *testing.T, env, what string, last memplan.Stage,
+	check func(t *testing.T, pg *torch.ProcessGroup, world, rank int, dt torch.DType, stage memplan.Stage)) {
+	if os.Getenv(env) == "" {
+		t.Skip("a rank of a Gloo memory test")
 	}
 	cfg, err := torch.DistConfigFromEnv()
 	if err != nil {
@@ -54,15 +63,15 @@ func TestMemoryWorker(t *testing.T) {
 	}
 	cfg.Timeout = 30 * time.Second
 	var pg *torch.ProcessGroup
-	if cfg.WorldSize > 1 { // one process runs without a process group, as `mtgrpo train` does
+	if cfg.WorldSize > 1 {
 		if pg, err = torch.NewProcessGroup(cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	err = torch.Run(func() error {
 		for _, dt := range []torch.DType{torch.Float32, torch.BFloat16} {
-			for st := memplan.StageDP; st <= memplan.StageZeRO3; st++ {
-				checkRankMemory(t, pg, cfg.WorldSize, cfg.Rank, dt, st)
+			for st := memplan.StageDP; st <= last; st++ {
+				check(t, pg, cfg.WorldSize, cfg.Rank, dt, st)
 			}
 		}
 		return nil
@@ -71,7 +80,7 @@ func TestMemoryWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !t.Failed() {
-		fmt.Printf("memory worker rank %d ok\n", cfg.Rank)
+		fmt.Printf("%s rank %d ok\n", what, cfg.Rank)
 	}
 }
 
